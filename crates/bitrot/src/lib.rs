@@ -1,0 +1,1 @@
+//! bitrot: work in progress.

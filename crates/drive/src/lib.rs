@@ -1,0 +1,1 @@
+//! drive: work in progress.

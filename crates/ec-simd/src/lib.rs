@@ -1,0 +1,1 @@
+//! ec-simd: work in progress.

@@ -1,0 +1,1 @@
+//! object: work in progress.
