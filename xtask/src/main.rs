@@ -179,14 +179,7 @@ fn ci() -> Result<(), String> {
     // Benchmarks in test mode: each benchmark runs once, so they never rot.
     run(
         "benchmarks (test mode)",
-        cargo().args([
-            "bench",
-            "--locked",
-            "-p",
-            "tessera-benches",
-            "--",
-            "--test",
-        ]),
+        cargo().args(["bench", "--locked", "-p", "tessera-benches", "--", "--test"]),
     )?;
     go_benchmarks(true)?;
 
