@@ -1,0 +1,288 @@
+// Command gen writes the oracle fixtures of the placement crate.
+//
+// It computes, with the very libraries MinIO uses (github.com/dchest/siphash
+// for SipHash-2-4, Go's hash/crc32 for CRC-32/IEEE, github.com/google/uuid to
+// turn the deployment id of format.json into 16 bytes, and Go's path.Clean
+// and net.ParseIP), the values that the Rust crate must reproduce:
+//
+//   - hashing.txt: object key -> erasure-set index for both distribution
+//     algorithms (SipHash keyed by the deployment id, and the legacy CRC mod)
+//     over many set counts, and the shard distribution (crc32 rotation,
+//     1-based) for many cardinalities;
+//   - object_placement.txt: (bucket, object) -> set index and distribution,
+//     going through the directory-object encoding and the bucket/object path
+//     join that MinIO applies before hashing;
+//   - path_clean.txt: Go's path.Clean, which MinIO applies to drive paths;
+//   - host_ip.txt: whether an argument without a scheme is a bare IP address
+//     (host or host:port), which MinIO refuses as a drive path.
+//
+// The rules restated here (how the two 64-bit SipHash keys are read out of the
+// 16 id bytes, the rotation of the distribution, the "__XLDIR__" suffix) are
+// facts read in MinIO's cmd/erasure-sets.go, cmd/erasure-metadata-utils.go,
+// cmd/utils.go and cmd/endpoint.go; the arithmetic is done by the libraries.
+//
+// Run from this directory: `go run .` (writes ../*.txt).
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/dchest/siphash"
+	"github.com/google/uuid"
+)
+
+var deploymentIDs = []string{
+	"00000000-0000-0000-0000-000000000000",
+	"f5c7b9d0-6a0e-4d5c-9b8e-0a1b2c3d4e5f",
+	"7e4a1d2b-93c5-4f60-8a17-5b2e9c3d0f18",
+	"ffffffff-ffff-ffff-ffff-ffffffffffff",
+}
+
+var setCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 64, 100, 1000}
+
+var orderCardinalities = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 20, 32}
+
+func keys() []string {
+	ks := []string{
+		"",
+		"a",
+		"object",
+		"photos/2024/01/img_0001.jpg",
+		"dir/subdir/file.txt",
+		"dir__XLDIR__",
+		"with space.txt",
+		"ünïcödé/ключ/鍵",
+		"a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p",
+		"\x00\x01\x02\xff",
+		"key=value&other=1",
+		strings.Repeat("x", 1024),
+		strings.Repeat("0123456789abcdef", 64) + "tail",
+	}
+	for i := 0; i < 40; i++ {
+		ks = append(ks, fmt.Sprintf("bench/obj-%05d", i*7919))
+	}
+	return ks
+}
+
+// keyArg renders a key for a fixture command line: readable when it is
+// printable ASCII without spaces or '=', hex otherwise.
+func keyArg(name, k string) string {
+	simple := k != ""
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || c == '=' {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return name + "=" + k
+	}
+	return name + "hex=" + hex.EncodeToString([]byte(k))
+}
+
+func sipKeys(id string) (uint64, uint64) {
+	u := uuid.MustParse(id)
+	return binary.LittleEndian.Uint64(u[0:8]), binary.LittleEndian.Uint64(u[8:16])
+}
+
+func sipHashMod(key string, cardinality int, id string) int {
+	k0, k1 := sipKeys(id)
+	return int(siphash.Hash(k0, k1, []byte(key)) % uint64(cardinality))
+}
+
+func crcHashMod(key string, cardinality int) int {
+	return int(crc32.Checksum([]byte(key), crc32.IEEETable) % uint32(cardinality))
+}
+
+func hashOrder(key string, cardinality int) []int {
+	nums := make([]int, cardinality)
+	start := int(crc32.Checksum([]byte(key), crc32.IEEETable) % uint32(cardinality))
+	for i := 1; i <= cardinality; i++ {
+		nums[i-1] = 1 + ((start + i) % cardinality)
+	}
+	return nums
+}
+
+func encodeDirObject(object string) string {
+	if strings.HasSuffix(object, "/") {
+		return strings.TrimSuffix(object, "/") + "__XLDIR__"
+	}
+	return object
+}
+
+// pathJoin restates MinIO's pathJoin: elements joined with '/', leading empty
+// elements skipped, the result cleaned by path.Clean, and a trailing '/' of
+// the last element kept.
+func pathJoin(elem ...string) string {
+	trailing := len(elem) > 0 && strings.HasSuffix(elem[len(elem)-1], "/")
+	var b strings.Builder
+	added := 0
+	for _, e := range elem {
+		if added > 0 || e != "" {
+			if added > 0 {
+				b.WriteByte('/')
+			}
+			b.WriteString(e)
+			added += len(e)
+		}
+	}
+	s := path.Clean(b.String())
+	if trailing {
+		s += "/"
+	}
+	return s
+}
+
+func isHostIP(ipAddress string) bool {
+	host, _, err := net.SplitHostPort(ipAddress)
+	if err != nil {
+		host = ipAddress
+	}
+	if i := strings.Index(host, "%"); i > -1 {
+		host = host[:i]
+	}
+	return net.ParseIP(host) != nil
+}
+
+func commas(xs []int) string {
+	return strings.ReplaceAll(ints(xs), " ", ",")
+}
+
+func ints(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, " ")
+}
+
+type out struct {
+	w *bufio.Writer
+	f *os.File
+}
+
+func create(name, about string) *out {
+	f, err := os.Create(filepath.Join("..", name))
+	if err != nil {
+		panic(err)
+	}
+	o := &out{w: bufio.NewWriter(f), f: f}
+	fmt.Fprintf(o.w, "# Generated by crates/placement/testdata/gen (go run .); do not edit by hand.\n")
+	for _, line := range strings.Split(about, "\n") {
+		fmt.Fprintf(o.w, "# %s\n", line)
+	}
+	fmt.Fprintln(o.w)
+	return o
+}
+
+func (o *out) close() {
+	if err := o.w.Flush(); err != nil {
+		panic(err)
+	}
+	if err := o.f.Close(); err != nil {
+		panic(err)
+	}
+}
+
+func main() {
+	hashing := create("hashing.txt",
+		"Oracle: github.com/dchest/siphash v1.2.3, hash/crc32, github.com/google/uuid v1.6.0.\n"+
+			"set-index: siphash64 of the key keyed by the deployment id, crc32 IEEE of the key,\n"+
+			"then the set index for each set count as `count:index` (SIPMOD and CRCMOD).\n"+
+			"hash-order: the 1-based shard distribution for each cardinality.")
+	for _, id := range deploymentIDs {
+		k0, k1 := sipKeys(id)
+		for _, k := range keys() {
+			fmt.Fprintf(hashing.w, "set-index deployment=%s sets=%s %s\n----\n", id, commas(setCounts), keyArg("key", k))
+			fmt.Fprintf(hashing.w, "siphash64=%016x\n", siphash.Hash(k0, k1, []byte(k)))
+			fmt.Fprintf(hashing.w, "crc32=%08x\n", crc32.Checksum([]byte(k), crc32.IEEETable))
+			var sip, crc []string
+			for _, n := range setCounts {
+				sip = append(sip, fmt.Sprintf("%d:%d", n, sipHashMod(k, n, id)))
+				crc = append(crc, fmt.Sprintf("%d:%d", n, crcHashMod(k, n)))
+			}
+			fmt.Fprintf(hashing.w, "sipmod %s\n", strings.Join(sip, " "))
+			fmt.Fprintf(hashing.w, "crcmod %s\n\n", strings.Join(crc, " "))
+		}
+	}
+	for _, k := range keys() {
+		fmt.Fprintf(hashing.w, "hash-order cardinalities=%s %s\n----\n", commas(orderCardinalities), keyArg("key", k))
+		for _, n := range orderCardinalities {
+			fmt.Fprintf(hashing.w, "%d: %s\n", n, ints(hashOrder(k, n)))
+		}
+		fmt.Fprintln(hashing.w)
+	}
+	hashing.close()
+
+	placement := create("object_placement.txt",
+		"Oracle as hashing.txt. The set is chosen from the object name after MinIO's\n"+
+			"directory encoding (a trailing '/' becomes \"__XLDIR__\"); the distribution is\n"+
+			"hashOrder of pathJoin(bucket, encoded object) over the set's drive count.")
+	type obj struct{ bucket, object string }
+	objs := []obj{
+		{"bucket", "object"},
+		{"bucket", "dir/"},
+		{"bucket", "dir/sub/"},
+		{"photos", "2024/01/img_0001.jpg"},
+		{"photos", "2024//01/./img.jpg"},
+		{"b", "a/"},
+		{"my-bucket", "ünïcödé.bin"},
+		{"logs", "app/2025-11-01T00:00:00Z.log.gz"},
+		{"data", "x"},
+		{"data", "y"},
+		{"data", "z"},
+	}
+	for _, id := range deploymentIDs[1:3] {
+		for _, o := range objs {
+			for _, shape := range [][2]int{{1, 4}, {2, 8}, {4, 16}, {3, 12}, {32, 16}} {
+				sets, drives := shape[0], shape[1]
+				setKey := encodeDirObject(o.object)
+				distKey := pathJoin(o.bucket, setKey)
+				fmt.Fprintf(placement.w, "object-placement deployment=%s sets=%d drives=%d %s %s\n----\n",
+					id, sets, drives, keyArg("bucket", o.bucket), keyArg("object", o.object))
+				fmt.Fprintf(placement.w, "set-key %s\n", keyArg("key", setKey))
+				fmt.Fprintf(placement.w, "distribution-key %s\n", keyArg("key", distKey))
+				fmt.Fprintf(placement.w, "set %d\n", sipHashMod(setKey, sets, id))
+				fmt.Fprintf(placement.w, "distribution %s\n\n", ints(hashOrder(distKey, drives)))
+			}
+		}
+	}
+	placement.close()
+
+	clean := create("path_clean.txt", "Oracle: Go's path.Clean.")
+	for _, p := range []string{
+		"", ".", "..", "/", "//", "/..", "/../..", "a", "a/", "a//b", "a/./b", "a/../b",
+		"a/b/../../..", "../a", "./a/b/", "/mnt/disk1/", "/mnt//disk1", "/mnt/./disk1/..",
+		"/mnt/disk1/../disk2", "abc/def/../../../ghi", "/a/b/c/./../../g", "...", "/.../a",
+		"a/.b/..c/", "./", "x/./././y", "/tmp/../../etc", "relative/path/../other",
+		"../..", "../../a", "a/../../..", "./../..", "/../../x", "a/b/../../../..", "..a/../b",
+	} {
+		fmt.Fprintf(clean.w, "path-clean %s\n----\n", keyArg("path", p))
+		fmt.Fprintf(clean.w, "%s\n\n", keyArg("clean", path.Clean(p)))
+	}
+	clean.close()
+
+	hostIP := create("host_ip.txt",
+		"Oracle: Go's net.SplitHostPort and net.ParseIP, as MinIO's isHostIP combines\n"+
+			"them (the host part of host:port, else the whole argument; an IPv6 zone is\n"+
+			"stripped). MinIO refuses such an argument as a drive path: it asks for a scheme.")
+	for _, a := range []string{
+		"1.2.3.4", "1.2.3.4:9000", "1.2.3.4:9000/data", "256.1.1.1", "1.2.3", "01.2.3.4",
+		"::1", "[::1]", "[::1]:9000", "fe80::1%eth0", "[fe80::1%eth0]:9000", "::ffff:1.2.3.4",
+		"2001:db8::1", "localhost", "localhost:9000", "/mnt/disk1", "data", "./1.2.3.4",
+		"10.0.0.1:", "host:9000", "[1.2.3.4]:80", "1.2.3.4:http",
+	} {
+		fmt.Fprintf(hostIP.w, "is-host-ip %s\n----\n%v\n\n", keyArg("arg", a), isHostIP(a))
+	}
+	hostIP.close()
+}
