@@ -1,0 +1,559 @@
+//! The primitive operations both backends provide, with identical
+//! semantics: the drive logic in `local/mod.rs` is written once against
+//! [`Io`].
+//!
+//! Paths here are relative to the drive root and already validated; every
+//! call resolves them against a descriptor of the root (`*at` system calls),
+//! never against the working directory.
+
+use std::ffi::CString;
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags, RenameFlags, StatxFlags};
+use tokio::sync::Semaphore;
+
+use super::uring::{self, Op, Uring};
+use crate::buf::AlignedBuf;
+
+/// A buffer handed to the kernel: the aligned kind for shard data, a plain
+/// vector for small metadata files. For both, the *region* the kernel may
+/// read or write is fully initialised memory: an aligned buffer's whole
+/// capacity, a vector's length.
+pub(crate) enum IoBuf {
+    Aligned(AlignedBuf),
+    Heap(Vec<u8>),
+}
+
+impl IoBuf {
+    pub(crate) fn region_len(&self) -> usize {
+        match self {
+            IoBuf::Aligned(buf) => buf.capacity(),
+            IoBuf::Heap(vec) => vec.len(),
+        }
+    }
+
+    pub(crate) fn region(&self) -> &[u8] {
+        match self {
+            IoBuf::Aligned(buf) => buf.capacity_slice(),
+            IoBuf::Heap(vec) => vec,
+        }
+    }
+
+    pub(crate) fn region_mut(&mut self) -> &mut [u8] {
+        match self {
+            IoBuf::Aligned(buf) => buf.capacity_mut(),
+            IoBuf::Heap(vec) => vec,
+        }
+    }
+
+    pub(crate) fn region_ptr(&mut self) -> *mut u8 {
+        match self {
+            IoBuf::Aligned(buf) => buf.as_mut_ptr(),
+            IoBuf::Heap(vec) => vec.as_mut_ptr(),
+        }
+    }
+
+    pub(crate) fn into_aligned(self) -> Option<AlignedBuf> {
+        match self {
+            IoBuf::Aligned(buf) => Some(buf),
+            IoBuf::Heap(_) => None,
+        }
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        match self {
+            IoBuf::Heap(vec) => vec,
+            IoBuf::Aligned(buf) => buf.to_vec(),
+        }
+    }
+}
+
+/// An open file. The descriptor is shared with in-flight ring ops, so it is
+/// closed only when the last of them completes.
+#[derive(Clone)]
+pub(crate) struct Fd {
+    pub(crate) fd: Arc<OwnedFd>,
+    pub(crate) direct: bool,
+}
+
+/// What `statx` says about a path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stat {
+    pub(crate) size: u64,
+    pub(crate) is_dir: bool,
+    pub(crate) modified: Option<SystemTime>,
+    pub(crate) created: Option<SystemTime>,
+}
+
+fn to_time(sec: i64, nsec: u32) -> Option<SystemTime> {
+    let nanos = Duration::new(sec.unsigned_abs(), nsec.min(999_999_999));
+    if sec >= 0 {
+        SystemTime::UNIX_EPOCH.checked_add(nanos)
+    } else {
+        SystemTime::UNIX_EPOCH.checked_sub(nanos)
+    }
+}
+
+impl Stat {
+    pub(crate) fn from_parts(
+        mode: u32,
+        size: u64,
+        mtime: Option<(i64, u32)>,
+        btime: Option<(i64, u32)>,
+    ) -> Stat {
+        let kind = mode & libc::S_IFMT;
+        Stat {
+            size,
+            is_dir: kind == libc::S_IFDIR,
+            modified: mtime.and_then(|(s, n)| to_time(s, n)),
+            created: btime.and_then(|(s, n)| to_time(s, n)),
+        }
+    }
+
+    fn from_rustix(st: &rustix::fs::Statx) -> Stat {
+        let has = |flag: StatxFlags| st.stx_mask & flag.bits() != 0;
+        Stat::from_parts(
+            u32::from(st.stx_mode),
+            st.stx_size,
+            has(StatxFlags::MTIME).then_some((st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec)),
+            has(StatxFlags::BTIME).then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec)),
+        )
+    }
+}
+
+/// How to open a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpenKind {
+    /// Read-only.
+    Read,
+    /// Write-only, created or truncated.
+    CreateTruncate,
+    /// Write-only, must not exist.
+    CreateExclusive,
+    /// A directory, to fsync it or list it.
+    Directory,
+}
+
+const FILE_MODE: u32 = 0o644;
+const DIR_MODE: u32 = 0o755;
+
+fn open_flags(kind: OpenKind, direct: bool) -> OFlags {
+    let mut flags = OFlags::CLOEXEC
+        | match kind {
+            OpenKind::Read => OFlags::RDONLY,
+            OpenKind::CreateTruncate => OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC,
+            OpenKind::CreateExclusive => OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+            OpenKind::Directory => OFlags::RDONLY | OFlags::DIRECTORY,
+        };
+    if direct {
+        flags |= OFlags::DIRECT;
+    }
+    flags
+}
+
+fn checked_len(buf: &IoBuf, start: usize, len: usize) -> io::Result<u32> {
+    let end = start
+        .checked_add(len)
+        .filter(|&end| end <= buf.region_len());
+    match (end, u32::try_from(len)) {
+        (Some(_), Ok(len)) => Ok(len),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "transfer beyond buffer",
+        )),
+    }
+}
+
+fn ring_result(result: i32) -> io::Result<usize> {
+    if result < 0 {
+        Err(io::Error::from_raw_os_error(-result))
+    } else {
+        Ok(result.unsigned_abs() as usize)
+    }
+}
+
+fn at_path(rel: &str) -> &str {
+    if rel.is_empty() { "." } else { rel }
+}
+
+fn cstring(rel: &str) -> io::Result<CString> {
+    CString::new(at_path(rel)).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+fn statx_mask() -> StatxFlags {
+    StatxFlags::TYPE | StatxFlags::MODE | StatxFlags::SIZE | StatxFlags::MTIME | StatxFlags::BTIME
+}
+
+/// Runs blocking system calls on tokio's blocking pool, at most `permits`
+/// at a time per drive.
+#[derive(Clone)]
+pub(crate) struct Blocking {
+    pub(crate) root: Arc<OwnedFd>,
+    permits: Arc<Semaphore>,
+}
+
+impl Blocking {
+    pub(crate) fn new(root: Arc<OwnedFd>, max_threads: usize) -> Blocking {
+        Blocking {
+            root,
+            permits: Arc::new(Semaphore::new(max_threads.clamp(1, 1024))),
+        }
+    }
+
+    pub(crate) async fn run<T, F>(&self, f: F) -> io::Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&OwnedFd) -> io::Result<T> + Send + 'static,
+    {
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "blocking pool closed"))?;
+        let root = Arc::clone(&self.root);
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            f(&root)
+        })
+        .await
+        .map_err(|e| io::Error::other(format!("blocking task failed: {e}")))?
+    }
+}
+
+/// The primitives, over io_uring when a ring is running, else over the
+/// blocking pool. Directory listing, `statvfs`, `ftruncate` and recursive
+/// removal have no io_uring opcode (or only on very recent kernels) and use
+/// the blocking pool in both backends.
+pub(crate) struct Io {
+    pub(crate) blocking: Blocking,
+    pub(crate) uring: Option<Uring>,
+}
+
+impl Io {
+    fn root(&self) -> Arc<OwnedFd> {
+        Arc::clone(&self.blocking.root)
+    }
+
+    pub(crate) async fn open(&self, rel: &str, kind: OpenKind, direct: bool) -> io::Result<Fd> {
+        let flags = open_flags(kind, direct);
+        let mode = if matches!(kind, OpenKind::CreateTruncate | OpenKind::CreateExclusive) {
+            FILE_MODE
+        } else {
+            0
+        };
+        let fd = match &self.uring {
+            Some(ring) => {
+                let op = Op::OpenAt {
+                    dir: self.root(),
+                    path: cstring(rel)?,
+                    flags: flags.bits() as i32,
+                    mode,
+                };
+                let (raw, _) = ring.run_op(op).await?;
+                uring::owned_fd(raw)?
+            }
+            None => {
+                let rel = at_path(rel).to_owned();
+                self.blocking
+                    .run(move |root| {
+                        Ok(rustix::fs::openat(
+                            root,
+                            &rel,
+                            flags,
+                            Mode::from_raw_mode(mode),
+                        )?)
+                    })
+                    .await?
+            }
+        };
+        Ok(Fd {
+            fd: Arc::new(fd),
+            direct,
+        })
+    }
+
+    /// One read into `buf`'s region `start..start + len` at `offset`.
+    /// The outer error means the backend failed (the buffer is lost); the
+    /// inner result is the system call's: bytes read, 0 at end of file.
+    pub(crate) async fn read_at(
+        &self,
+        fd: &Fd,
+        mut buf: IoBuf,
+        offset: u64,
+        start: usize,
+        len: usize,
+    ) -> io::Result<(IoBuf, io::Result<usize>)> {
+        let len32 = checked_len(&buf, start, len)?;
+        match &self.uring {
+            Some(ring) => {
+                let op = Op::Read {
+                    fd: Arc::clone(&fd.fd),
+                    buf,
+                    offset,
+                    start,
+                    len: len32,
+                };
+                match ring.submit(op).await? {
+                    (result, Op::Read { buf, .. }) => Ok((buf, ring_result(result))),
+                    _ => Err(io::Error::other("ring returned another op")),
+                }
+            }
+            None => {
+                let file = Arc::clone(&fd.fd);
+                self.blocking
+                    .run(move |_| {
+                        let result = rustix::io::pread(
+                            &*file,
+                            &mut buf.region_mut()[start..start + len],
+                            offset,
+                        );
+                        Ok((buf, result.map_err(io::Error::from)))
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// One write of `buf`'s region `start..start + len` at `offset`; errors
+    /// as for [`read_at`](Self::read_at).
+    pub(crate) async fn write_at(
+        &self,
+        fd: &Fd,
+        buf: IoBuf,
+        offset: u64,
+        start: usize,
+        len: usize,
+    ) -> io::Result<(IoBuf, io::Result<usize>)> {
+        let len32 = checked_len(&buf, start, len)?;
+        match &self.uring {
+            Some(ring) => {
+                let op = Op::Write {
+                    fd: Arc::clone(&fd.fd),
+                    buf,
+                    offset,
+                    start,
+                    len: len32,
+                };
+                match ring.submit(op).await? {
+                    (result, Op::Write { buf, .. }) => Ok((buf, ring_result(result))),
+                    _ => Err(io::Error::other("ring returned another op")),
+                }
+            }
+            None => {
+                let file = Arc::clone(&fd.fd);
+                self.blocking
+                    .run(move |_| {
+                        let result =
+                            rustix::io::pwrite(&*file, &buf.region()[start..start + len], offset);
+                        Ok((buf, result.map_err(io::Error::from)))
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// `fdatasync` (data_only) or `fsync`.
+    pub(crate) async fn sync(&self, fd: &Fd, data_only: bool) -> io::Result<()> {
+        match &self.uring {
+            Some(ring) => ring
+                .run_op(Op::Fsync {
+                    fd: Arc::clone(&fd.fd),
+                    datasync: data_only,
+                })
+                .await
+                .map(drop),
+            None => {
+                let file = Arc::clone(&fd.fd);
+                self.blocking
+                    .run(move |_| {
+                        if data_only {
+                            rustix::fs::fdatasync(&*file)?;
+                        } else {
+                            rustix::fs::fsync(&*file)?;
+                        }
+                        Ok(())
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// Preallocates `len` bytes without changing the file size.
+    pub(crate) async fn fallocate(&self, fd: &Fd, len: u64) -> io::Result<()> {
+        match &self.uring {
+            Some(ring) => {
+                let mode = FallocateFlags::KEEP_SIZE.bits() as i32;
+                ring.run_op(Op::Fallocate {
+                    fd: Arc::clone(&fd.fd),
+                    mode,
+                    len,
+                })
+                .await
+                .map(drop)
+            }
+            None => {
+                let file = Arc::clone(&fd.fd);
+                self.blocking
+                    .run(move |_| {
+                        Ok(rustix::fs::fallocate(
+                            &*file,
+                            FallocateFlags::KEEP_SIZE,
+                            0,
+                            len,
+                        )?)
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// `ftruncate` (blocking pool in both backends).
+    pub(crate) async fn truncate(&self, fd: &Fd, len: u64) -> io::Result<()> {
+        let file = Arc::clone(&fd.fd);
+        self.blocking
+            .run(move |_| Ok(rustix::fs::ftruncate(&*file, len)?))
+            .await
+    }
+
+    /// `statx` of a path (symbolic links followed).
+    pub(crate) async fn stat(&self, rel: &str) -> io::Result<Stat> {
+        match &self.uring {
+            Some(ring) => {
+                let out = Box::new(MaybeUninit::zeroed());
+                let op = Op::Statx {
+                    dir: self.root(),
+                    path: cstring(rel)?,
+                    flags: 0,
+                    out,
+                };
+                match ring.run_op(op).await? {
+                    (_, Op::Statx { out, .. }) => Ok(uring::statx_result(&out)),
+                    _ => Err(io::Error::other("ring returned another op")),
+                }
+            }
+            None => {
+                let rel = at_path(rel).to_owned();
+                self.blocking
+                    .run(move |root| {
+                        let st = rustix::fs::statx(root, &rel, AtFlags::empty(), statx_mask())?;
+                        Ok(Stat::from_rustix(&st))
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// `statx` of an open file.
+    pub(crate) async fn fstat(&self, fd: &Fd) -> io::Result<Stat> {
+        match &self.uring {
+            Some(ring) => {
+                let out = Box::new(MaybeUninit::zeroed());
+                let op = Op::Statx {
+                    dir: Arc::clone(&fd.fd),
+                    path: CString::default(),
+                    flags: AtFlags::EMPTY_PATH.bits() as i32,
+                    out,
+                };
+                match ring.run_op(op).await? {
+                    (_, Op::Statx { out, .. }) => Ok(uring::statx_result(&out)),
+                    _ => Err(io::Error::other("ring returned another op")),
+                }
+            }
+            None => {
+                let file = Arc::clone(&fd.fd);
+                self.blocking
+                    .run(move |_| {
+                        let st = rustix::fs::statx(&*file, "", AtFlags::EMPTY_PATH, statx_mask())?;
+                        Ok(Stat::from_rustix(&st))
+                    })
+                    .await
+            }
+        }
+    }
+
+    pub(crate) async fn mkdir(&self, rel: &str) -> io::Result<()> {
+        match &self.uring {
+            Some(ring) => ring
+                .run_op(Op::MkDirAt {
+                    dir: self.root(),
+                    path: cstring(rel)?,
+                    mode: DIR_MODE,
+                })
+                .await
+                .map(drop),
+            None => {
+                let rel = rel.to_owned();
+                self.blocking
+                    .run(move |root| {
+                        Ok(rustix::fs::mkdirat(
+                            root,
+                            &rel,
+                            Mode::from_raw_mode(DIR_MODE),
+                        )?)
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// `renameat2`, optionally with `RENAME_EXCHANGE`.
+    pub(crate) async fn rename(&self, from: &str, to: &str, exchange: bool) -> io::Result<()> {
+        let flags = if exchange {
+            RenameFlags::EXCHANGE
+        } else {
+            RenameFlags::empty()
+        };
+        match &self.uring {
+            Some(ring) => {
+                let op = Op::RenameAt {
+                    dir: self.root(),
+                    from: cstring(from)?,
+                    to: cstring(to)?,
+                    flags: flags.bits(),
+                };
+                ring.run_op(op).await.map(drop)
+            }
+            None => {
+                let (from, to) = (from.to_owned(), to.to_owned());
+                self.blocking
+                    .run(move |root| Ok(rustix::fs::renameat_with(root, &from, root, &to, flags)?))
+                    .await
+            }
+        }
+    }
+
+    /// `unlinkat`, of a directory (`rmdir`) when `dir`.
+    pub(crate) async fn unlink(&self, rel: &str, dir: bool) -> io::Result<()> {
+        let flags = if dir {
+            AtFlags::REMOVEDIR
+        } else {
+            AtFlags::empty()
+        };
+        match &self.uring {
+            Some(ring) => {
+                let op = Op::UnlinkAt {
+                    dir: self.root(),
+                    path: cstring(rel)?,
+                    flags: flags.bits() as i32,
+                };
+                ring.run_op(op).await.map(drop)
+            }
+            None => {
+                let rel = rel.to_owned();
+                self.blocking
+                    .run(move |root| Ok(rustix::fs::unlinkat(root, &rel, flags)?))
+                    .await
+            }
+        }
+    }
+
+    /// Opens a directory and fsyncs it, making the entries created, renamed
+    /// or removed in it durable.
+    pub(crate) async fn sync_dir(&self, rel: &str) -> io::Result<()> {
+        let dir = self.open(rel, OpenKind::Directory, false).await?;
+        self.sync(&dir, false).await
+    }
+}

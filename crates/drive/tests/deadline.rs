@@ -1,0 +1,482 @@
+//! DeadlineDrive against a test double whose operations hang (or fail) on
+//! command: one hung drive must not hold up the others, must be taken
+//! offline after repeated faults, fail fast while offline, and come back
+//! when a probe succeeds.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use drive::{
+    AlignedBuf, Backend, BoxFuture, DeadlineConfig, DeadlineDrive, DirEntryName, DiskInfo, Drive,
+    DriveError, DriveState, FileInfo, HealthReport, IoMode, LocalDrive, LocalDriveConfig, Result,
+    ShardReader, ShardWriter, VolumeInfo,
+};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Normal,
+    Hang,
+    FailIo,
+}
+
+/// Forwards to a real drive, or hangs until the mode changes, or fails
+/// with an I/O error, depending on its mode.
+#[derive(Debug)]
+struct FlakyDrive {
+    inner: LocalDrive,
+    mode: watch::Sender<Mode>,
+    calls: AtomicUsize,
+}
+
+async fn wait_mode(mode: &watch::Sender<Mode>) -> Result<()> {
+    let mut changes = mode.subscribe();
+    loop {
+        let current = *changes.borrow_and_update();
+        match current {
+            Mode::Normal => return Ok(()),
+            Mode::FailIo => {
+                return Err(DriveError::Io {
+                    op: "flaky",
+                    source: std::io::Error::from_raw_os_error(EIO),
+                });
+            }
+            Mode::Hang => {
+                if changes.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+    }
+}
+
+const EIO: i32 = 5;
+
+impl FlakyDrive {
+    fn new(inner: LocalDrive) -> Self {
+        FlakyDrive {
+            inner,
+            mode: watch::Sender::new(Mode::Normal),
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    fn set(&self, mode: Mode) {
+        self.mode.send_replace(mode);
+    }
+
+    fn gate<'a, T: Send + 'a>(&'a self, fut: BoxFuture<'a, Result<T>>) -> BoxFuture<'a, Result<T>> {
+        Box::pin(async move {
+            // Counted when the operation runs, not when its future is built.
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            wait_mode(&self.mode).await?;
+            fut.await
+        })
+    }
+}
+
+struct FlakyWriter {
+    inner: Box<dyn ShardWriter>,
+    mode: watch::Sender<Mode>,
+}
+
+impl ShardWriter for FlakyWriter {
+    fn write(&mut self, buf: AlignedBuf) -> BoxFuture<'_, Result<AlignedBuf>> {
+        Box::pin(async move {
+            wait_mode(&self.mode).await?;
+            self.inner.write(buf).await
+        })
+    }
+    fn finish(self: Box<Self>) -> BoxFuture<'static, Result<u64>> {
+        Box::pin(async move {
+            wait_mode(&self.mode).await?;
+            self.inner.finish().await
+        })
+    }
+    fn written(&self) -> u64 {
+        self.inner.written()
+    }
+    fn io_mode(&self) -> Result<IoMode> {
+        self.inner.io_mode()
+    }
+}
+
+impl Drive for FlakyDrive {
+    fn id(&self) -> Option<Uuid> {
+        self.inner.id()
+    }
+    fn set_id(&self, id: Option<Uuid>) {
+        self.inner.set_id(id)
+    }
+    fn label(&self) -> String {
+        format!("flaky:{}", self.inner.label())
+    }
+    fn health(&self) -> HealthReport {
+        self.inner.health()
+    }
+    fn disk_info(&self) -> BoxFuture<'_, Result<DiskInfo>> {
+        self.gate(self.inner.disk_info())
+    }
+    fn make_volume<'a>(&'a self, volume: &'a str) -> BoxFuture<'a, Result<()>> {
+        self.gate(self.inner.make_volume(volume))
+    }
+    fn list_volumes(&self) -> BoxFuture<'_, Result<Vec<VolumeInfo>>> {
+        self.gate(self.inner.list_volumes())
+    }
+    fn stat_volume<'a>(&'a self, volume: &'a str) -> BoxFuture<'a, Result<VolumeInfo>> {
+        self.gate(self.inner.stat_volume(volume))
+    }
+    fn delete_volume<'a>(&'a self, volume: &'a str, force: bool) -> BoxFuture<'a, Result<()>> {
+        self.gate(self.inner.delete_volume(volume, force))
+    }
+    fn read_all<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        limit: u64,
+    ) -> BoxFuture<'a, Result<Vec<u8>>> {
+        self.gate(self.inner.read_all(volume, path, limit))
+    }
+    fn write_all<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        data: Vec<u8>,
+    ) -> BoxFuture<'a, Result<()>> {
+        self.gate(self.inner.write_all(volume, path, data))
+    }
+    fn create_file<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        expected_size: Option<u64>,
+    ) -> BoxFuture<'a, Result<Box<dyn ShardWriter>>> {
+        self.gate(Box::pin(async move {
+            let inner = self.inner.create_file(volume, path, expected_size).await?;
+            Ok(Box::new(FlakyWriter {
+                inner,
+                mode: self.mode.clone(),
+            }) as Box<dyn ShardWriter>)
+        }))
+    }
+    fn read_file_at<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        offset: u64,
+        len: usize,
+        buf: AlignedBuf,
+    ) -> BoxFuture<'a, Result<(AlignedBuf, usize)>> {
+        self.gate(self.inner.read_file_at(volume, path, offset, len, buf))
+    }
+    fn open_reader<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        offset: u64,
+        len: Option<u64>,
+    ) -> BoxFuture<'a, Result<Box<dyn ShardReader>>> {
+        self.gate(self.inner.open_reader(volume, path, offset, len))
+    }
+    fn rename<'a>(
+        &'a self,
+        src_volume: &'a str,
+        src_path: &'a str,
+        dst_volume: &'a str,
+        dst_path: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
+        self.gate(
+            self.inner
+                .rename(src_volume, src_path, dst_volume, dst_path),
+        )
+    }
+    fn delete<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        recursive: bool,
+    ) -> BoxFuture<'a, Result<()>> {
+        self.gate(self.inner.delete(volume, path, recursive))
+    }
+    fn move_to_trash<'a>(&'a self, volume: &'a str, path: &'a str) -> BoxFuture<'a, Result<()>> {
+        self.gate(self.inner.move_to_trash(volume, path))
+    }
+    fn empty_trash(&self, max_entries: usize) -> BoxFuture<'_, Result<usize>> {
+        self.gate(self.inner.empty_trash(max_entries))
+    }
+    fn list_dir<'a>(
+        &'a self,
+        volume: &'a str,
+        dir_path: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<DirEntryName>>> {
+        self.gate(self.inner.list_dir(volume, dir_path, limit))
+    }
+    fn stat_file<'a>(&'a self, volume: &'a str, path: &'a str) -> BoxFuture<'a, Result<FileInfo>> {
+        self.gate(self.inner.stat_file(volume, path))
+    }
+}
+
+async fn local(dir: &tempfile::TempDir, name: &str) -> LocalDrive {
+    let drive = LocalDrive::open(
+        dir.path().join(name),
+        LocalDriveConfig::with_backend(Backend::Auto),
+    )
+    .await
+    .unwrap();
+    drive.make_volume("b").await.unwrap();
+    drive
+        .write_all("b", "obj/xl.meta", name.as_bytes().to_vec())
+        .await
+        .unwrap();
+    drive
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn cfg(timeout_ms: u64, failures: u32, probe_ms: u64) -> DeadlineConfig {
+    DeadlineConfig::new(
+        Duration::from_millis(timeout_ms),
+        failures,
+        Duration::from_millis(probe_ms),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_drive_does_not_hold_up_the_others() {
+    let dir = tempdir();
+    let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
+    for i in 0..3 {
+        let healthy = local(&dir, &format!("d{i}")).await;
+        drives.push(Arc::new(DeadlineDrive::new(
+            Arc::new(healthy),
+            cfg(300, 3, 1000),
+        )));
+    }
+    let flaky = Arc::new(FlakyDrive::new(local(&dir, "hung").await));
+    flaky.set(Mode::Hang);
+    drives.push(Arc::new(DeadlineDrive::new(
+        Arc::clone(&flaky),
+        cfg(300, 3, 1000),
+    )));
+
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for drive in &drives {
+        let drive = Arc::clone(drive);
+        tasks.push(tokio::spawn(async move {
+            let began = Instant::now();
+            let result = drive.read_all("b", "obj/xl.meta", 1024).await;
+            (result, began.elapsed())
+        }));
+    }
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    let total = start.elapsed();
+    for (i, (result, took)) in outcomes.iter().take(3).enumerate() {
+        assert_eq!(result.as_ref().unwrap(), format!("d{i}").as_bytes());
+        assert!(
+            *took < Duration::from_millis(250),
+            "healthy drive {i} took {took:?}"
+        );
+    }
+    let (hung, took) = &outcomes[3];
+    assert!(matches!(hung, Err(DriveError::Timeout(_))), "{hung:?}");
+    assert!(
+        *took >= Duration::from_millis(290) && *took < Duration::from_secs(2),
+        "hung drive answered after {took:?}"
+    );
+    assert!(
+        total < Duration::from_secs(2),
+        "the whole fan-out took {total:?}"
+    );
+    assert_eq!(drives[3].health().state, DriveState::Faulty);
+    assert_eq!(drives[0].health().state, DriveState::Online);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_after_repeated_timeouts_then_back_online() {
+    let dir = tempdir();
+    let flaky = Arc::new(FlakyDrive::new(local(&dir, "d").await));
+    let drive = DeadlineDrive::new(Arc::clone(&flaky), cfg(100, 3, 200));
+    flaky.set(Mode::Hang);
+    for attempt in 1..=3u32 {
+        assert!(matches!(
+            drive.stat_file("b", "obj/xl.meta").await,
+            Err(DriveError::Timeout(_))
+        ));
+        let health = drive.health();
+        assert_eq!(
+            health.consecutive_failures,
+            if attempt < 3 { attempt } else { 3 }
+        );
+    }
+    let health = drive.health();
+    assert_eq!(health.state, DriveState::Offline);
+    assert!(
+        health
+            .last_error
+            .as_ref()
+            .is_some_and(|(_, text)| text.contains("timed out")),
+        "{health:?}"
+    );
+    assert!(drive.is_offline());
+
+    // Fails fast while offline, without touching the drive.
+    let calls_before = flaky.calls.load(Ordering::SeqCst);
+    let start = Instant::now();
+    assert!(matches!(
+        drive.read_all("b", "obj/xl.meta", 1024).await,
+        Err(DriveError::Offline(_))
+    ));
+    assert!(
+        start.elapsed() < Duration::from_millis(50),
+        "offline failure took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(
+        flaky.calls.load(Ordering::SeqCst),
+        calls_before,
+        "no probe due yet, nothing forwarded"
+    );
+
+    // Still hung: probes fail and the drive stays offline.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(matches!(
+        drive.read_all("b", "obj/xl.meta", 1024).await,
+        Err(DriveError::Offline(_))
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        drive.is_offline(),
+        "a probe of a hung drive must not bring it back"
+    );
+    assert!(
+        flaky.calls.load(Ordering::SeqCst) > calls_before,
+        "a probe was started"
+    );
+
+    // The drive recovers; a lazy probe brings it back.
+    flaky.set(Mode::Normal);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match drive.read_all("b", "obj/xl.meta", 1024).await {
+            Ok(data) => {
+                assert_eq!(data, b"d");
+                break;
+            }
+            Err(DriveError::Offline(_)) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("drive did not come back: {e}"),
+        }
+    }
+    assert_eq!(drive.health().state, DriveState::Online);
+    assert_eq!(drive.health().consecutive_failures, 0);
+    // The probe cleaned up after itself.
+    let tmp = flaky
+        .inner
+        .list_dir(".minio.sys/tmp", "", 100)
+        .await
+        .unwrap();
+    assert!(
+        tmp.iter().all(|name| !name.starts_with("probe-")),
+        "{tmp:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn io_errors_count_and_expected_errors_reset() {
+    let dir = tempdir();
+    let flaky = Arc::new(FlakyDrive::new(local(&dir, "d").await));
+    let drive = DeadlineDrive::new(Arc::clone(&flaky), cfg(1000, 3, 60_000));
+    flaky.set(Mode::FailIo);
+    for _ in 0..2 {
+        assert!(matches!(
+            drive.list_volumes().await,
+            Err(DriveError::Io { .. })
+        ));
+    }
+    assert_eq!(drive.health().state, DriveState::Faulty);
+    assert_eq!(drive.health().consecutive_failures, 2);
+    flaky.set(Mode::Normal);
+    // A missing file is an answer, not a fault: it resets the count.
+    assert!(matches!(
+        drive.read_all("b", "missing", 10).await,
+        Err(DriveError::FileNotFound)
+    ));
+    assert_eq!(drive.health().state, DriveState::Online);
+    flaky.set(Mode::FailIo);
+    for _ in 0..3 {
+        assert!(drive.read_all("b", "obj/xl.meta", 10).await.is_err());
+    }
+    assert!(drive.is_offline());
+    assert!(
+        drive.probe_now().await.is_err(),
+        "probe of a failing drive fails"
+    );
+    assert!(drive.is_offline());
+    flaky.set(Mode::Normal);
+    drive.probe_now().await.unwrap();
+    assert!(!drive.is_offline());
+    assert_eq!(drive.read_all("b", "obj/xl.meta", 10).await.unwrap(), b"d");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_calls_have_deadlines_too() {
+    let dir = tempdir();
+    let flaky = Arc::new(FlakyDrive::new(local(&dir, "d").await));
+    let drive = DeadlineDrive::new(Arc::clone(&flaky), cfg(150, 10, 60_000));
+    let mut writer = drive.create_file("b", "part.1", None).await.unwrap();
+    writer
+        .write(AlignedBuf::from_slice(&[1; 4096]).unwrap())
+        .await
+        .unwrap();
+    flaky.set(Mode::Hang);
+    let start = Instant::now();
+    let result = writer
+        .write(AlignedBuf::from_slice(&[2; 4096]).unwrap())
+        .await;
+    assert!(matches!(result, Err(DriveError::Timeout(_))), "{result:?}");
+    assert!(start.elapsed() < Duration::from_secs(1));
+    let start = Instant::now();
+    assert!(matches!(writer.finish().await, Err(DriveError::Timeout(_))));
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert_eq!(drive.health().consecutive_failures, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wraps_a_real_drive_as_dyn_drive() {
+    let dir = tempdir();
+    let inner: Arc<dyn Drive> = Arc::new(local(&dir, "d").await);
+    let drive: Arc<dyn Drive> = Arc::new(DeadlineDrive::new(inner, DeadlineConfig::default()));
+    let mut writer = drive
+        .create_file("b", "obj/dd/part.1", Some(5))
+        .await
+        .unwrap();
+    writer
+        .write(AlignedBuf::from_slice(b"hello").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(writer.finish().await.unwrap(), 5);
+    let mut reader = drive
+        .open_reader("b", "obj/dd/part.1", 1, None)
+        .await
+        .unwrap();
+    let buf = reader
+        .read(AlignedBuf::with_capacity(4096).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(&buf[..], b"ello");
+    assert_eq!(
+        drive.list_dir("b", "obj", 10).await.unwrap(),
+        ["dd/", "xl.meta"]
+    );
+    assert_eq!(drive.health().state, DriveState::Online);
+}
