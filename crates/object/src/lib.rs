@@ -1,1 +1,27 @@
-//! object: work in progress.
+//! object: MinIO's on-disk metadata formats, the foundation of Tessera's
+//! erasure object layer.
+//!
+//! Tessera serves MinIO drives in place and MinIO must be able to read what
+//! Tessera writes, so these codecs are byte-compatible with MinIO's:
+//!
+//! * [`xlmeta`]: `xl.meta`, the per-object, per-drive file holding every
+//!   version of an object (the version journal) and the data of small
+//!   objects (inline data);
+//! * [`bucketmeta`]: `.metadata.bin`, a bucket's configuration (policy,
+//!   versioning, lifecycle, quota, …) as MinIO stores it under
+//!   `.minio.sys/buckets/<bucket>/`.
+//!
+//! Both rest on [`msgp`], a MessagePack reader and writer that makes the same
+//! encoding choices as the Go `tinylib/msgp` generator MinIO uses (MinIO
+//! hashes some of these encodings, so equivalent is not enough).
+//!
+//! The object layer itself (put/get/list/heal over erasure sets, using the
+//! `ec-simd`, `bitrot`, `placement` and `drive` crates) comes next and will
+//! live in this crate.
+
+pub mod bucketmeta;
+pub mod msgp;
+pub mod text;
+pub mod xlmeta;
+
+pub use text::{IntoOwned, MetaMap, RawField, Text};
