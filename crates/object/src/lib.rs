@@ -20,6 +20,7 @@
 //! live in this crate.
 
 pub mod bucketmeta;
+pub mod layer;
 pub mod msgp;
 pub mod text;
 pub mod xlmeta;

@@ -1,0 +1,1574 @@
+//! One erasure set: PUT, GET, HEAD, DELETE and heal of objects whose shards
+//! live on the set's drives, in MinIO's on-disk format.
+//!
+//! Layout on every drive of the set, as MinIO writes it:
+//! `<bucket>/<key>/xl.meta` holds every version of the object (and, for
+//! small objects, this drive's shard inline), `<bucket>/<key>/<data-dir>/part.N`
+//! holds this drive's shard of part N as bitrot frames
+//! (`[HighwayHash-256][shard block]` per erasure block).
+//!
+//! Durability (the fsync policy): a PUT writes its shard files under
+//! `.minio.sys/tmp/<uuid>/`, `fdatasync`s each ([`drive::ShardWriter::finish`]),
+//! renames the data directory into place (the destination parent is
+//! `fsync`ed) and then replaces `xl.meta` atomically and durably
+//! ([`drive::Drive::write_all`]: temp file, `fdatasync`, rename, parent
+//! `fsync`). Only after a write quorum of drives has done all of that is the
+//! PUT acknowledged, so an acknowledged object survives `kill -9` and power
+//! loss on a quorum of drives. A crash before that leaves only files under
+//! `.minio.sys/tmp`, which [`ErasureSet::clean_tmp`] removes at start.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bitrot::{Bitrot, HASH_LEN};
+use drive::format::{META_VOLUME, TMP_VOLUME};
+use drive::{AlignedBuf, Drive, DriveError};
+use ec_simd::ReedSolomon;
+use md5::{Digest, Md5};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+use super::error::{Error, Result};
+use super::names::object_dir;
+use super::types::*;
+use crate::xlmeta::{
+    DeleteMarker, ErasureParams, META_CONTENT_TYPE, META_ETAG, META_INLINE_DATA, ObjectVersion,
+    Version, VersionKind, XlMeta,
+};
+
+/// Erasure block size: MinIO's `blockSizeV2`.
+pub const BLOCK_SIZE: usize = 1 << 20;
+/// A shard of at most this many bytes is stored inline in `xl.meta`
+/// (MinIO's `smallFileThreshold`); an eighth of it in versioned buckets.
+pub const INLINE_SHARD_LIMIT: u64 = 128 << 10;
+/// Largest single PUT (S3's limit for one request).
+pub const MAX_OBJECT_SIZE: u64 = 5 << 40;
+/// Largest `xl.meta` read from a drive.
+pub const MAX_XL_META: u64 = 32 << 20;
+/// Shard blocks queued per drive writer (back-pressure).
+const WRITE_QUEUE: usize = 4;
+/// The `v` field: the writer's release, as a Unix time.
+const WRITTEN_BY: u64 = 0;
+/// Name of the metadata file of an object.
+pub const XL_META: &str = "xl.meta";
+/// Total metadata bytes (keys and values) accepted on a PUT (S3: 2 KiB of
+/// user metadata; standard headers need a little more).
+const MAX_METADATA_BYTES: usize = 8 << 10;
+
+/// Nanoseconds since the Unix epoch, now.
+pub(crate) fn now_nanos() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Bytes of one shard of a part of `size` bytes: full blocks contribute a
+/// full shard each, the last block `ceil(rest / k)`.
+pub(crate) fn shard_data_len(size: u64, k: usize) -> u64 {
+    let b = BLOCK_SIZE as u64;
+    let shard = b.div_ceil(k as u64);
+    (size / b) * shard + (size % b).div_ceil(k as u64)
+}
+
+/// An object version agreed by a read quorum of drives.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolved {
+    pub version: Version<'static>,
+    /// Per drive of the set: its copy of the metadata agrees (and its shard
+    /// index, 1-based, for objects).
+    pub agree: Vec<Option<usize>>,
+    /// Whether it is the latest agreed version.
+    pub is_latest: bool,
+    /// Per drive: the whole decoded xl.meta (for inline data and rewrites).
+    pub metas: Vec<Option<XlMeta<'static>>>,
+}
+
+/// A set of drives that hold objects together.
+#[derive(Debug)]
+pub struct ErasureSet {
+    drives: Vec<Arc<dyn Drive>>,
+    default_parity: usize,
+    coders: Mutex<HashMap<(usize, usize), ReedSolomon>>,
+    bitrot: Bitrot,
+}
+
+/// What reading the metadata of one object on every drive gave.
+pub(crate) struct Metas {
+    pub metas: Vec<Option<XlMeta<'static>>>,
+    /// Drives that answered "no such object".
+    pub not_found: usize,
+    /// Drives that failed otherwise.
+    pub errors: usize,
+}
+
+impl ErasureSet {
+    /// A set over `drives` (in set order) whose objects get `default_parity`
+    /// parity shards unless a PUT asks otherwise.
+    pub fn new(drives: Vec<Arc<dyn Drive>>, default_parity: usize) -> Result<Self> {
+        let n = drives.len();
+        if n == 0 || default_parity > n / 2 {
+            return Err(Error::Layout(format!(
+                "parity {default_parity} is not valid for a set of {n} drives"
+            )));
+        }
+        Ok(ErasureSet {
+            drives,
+            default_parity,
+            coders: Mutex::new(HashMap::new()),
+            bitrot: Bitrot::minio(),
+        })
+    }
+
+    /// The set's drives, in set order.
+    pub fn drives(&self) -> &[Arc<dyn Drive>] {
+        &self.drives
+    }
+
+    /// Default parity shards.
+    pub fn default_parity(&self) -> usize {
+        self.default_parity
+    }
+
+    fn coder(&self, k: usize, m: usize) -> Result<ReedSolomon> {
+        let mut c = self.coders.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(rs) = c.get(&(k, m)) {
+            return Ok(rs.clone());
+        }
+        let rs = ReedSolomon::new(k, m).map_err(|e| Error::Internal(format!("coder: {e}")))?;
+        c.insert((k, m), rs.clone());
+        Ok(rs)
+    }
+
+    /// Write quorum for `k` data and `m` parity shards.
+    pub fn write_quorum(k: usize, m: usize) -> usize {
+        if k == m { k + 1 } else { k }
+    }
+
+    /// Reads and decodes `xl.meta` of `bucket`/`dir` on every drive.
+    pub(crate) async fn read_metas(&self, bucket: &str, dir: &str) -> Metas {
+        let path = format!("{dir}/{XL_META}");
+        let mut set = JoinSet::new();
+        for (i, d) in self.drives.iter().enumerate() {
+            let (d, b, p) = (d.clone(), bucket.to_owned(), path.clone());
+            set.spawn(async move { (i, d.read_all(&b, &p, MAX_XL_META).await) });
+        }
+        let mut out = Metas {
+            metas: vec![None; self.drives.len()],
+            not_found: 0,
+            errors: 0,
+        };
+        while let Some(r) = set.join_next().await {
+            let Ok((i, r)) = r else {
+                out.errors += 1;
+                continue;
+            };
+            match r {
+                Ok(bytes) => match XlMeta::decode(&bytes) {
+                    Ok(m) => out.metas[i] = Some(m.into_owned()),
+                    Err(e) => {
+                        tracing::warn!(drive = %self.drives[i].label(), %dir, "corrupt xl.meta: {e}");
+                        out.errors += 1;
+                    }
+                },
+                Err(DriveError::FileNotFound | DriveError::VolumeNotFound) => out.not_found += 1,
+                Err(e) => {
+                    tracing::debug!(drive = %self.drives[i].label(), %dir, "xl.meta: {e}");
+                    out.errors += 1;
+                }
+            }
+        }
+        out
+    }
+
+    /// Picks the version a read quorum agrees on: `want` a specific one, or
+    /// the latest.
+    pub(crate) fn resolve(
+        &self,
+        bucket: &str,
+        key: &str,
+        metas: Metas,
+        want: Option<VersionSel>,
+    ) -> Result<Resolved> {
+        let n = self.drives.len();
+        // (version id, mod time, signature) -> drives holding it.
+        let mut seen: BTreeMap<(i64, [u8; 16], [u8; 4]), Vec<usize>> = BTreeMap::new();
+        for (i, m) in metas.metas.iter().enumerate() {
+            let Some(m) = m else { continue };
+            for e in m.versions() {
+                let h = e.header();
+                if let Some(w) = want
+                    && h.version_id != w.bytes()
+                {
+                    continue;
+                }
+                seen.entry((h.mod_time, h.version_id, h.signature))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        // Latest first: the greatest mod time, then version id.
+        let mut best_count = 0;
+        let mut chosen = None;
+        for ((mt, vid, sig), drives) in seen.iter().rev() {
+            let quorum = self.version_quorum(&metas.metas, drives[0], vid, n);
+            best_count = best_count.max(drives.len());
+            if drives.len() >= quorum {
+                chosen = Some(((*mt, *vid, *sig), drives.clone()));
+                break;
+            }
+        }
+        let Some(((_, vid, _), drives)) = chosen else {
+            // No version agreed by a quorum. If enough drives answered,
+            // the version does not exist in an agreed state (a write that
+            // never reached its quorum is not an object); otherwise too few
+            // drives could be asked.
+            let quorum = n - self.default_parity;
+            let answered = n - metas.errors;
+            if answered >= quorum {
+                return Err(match want {
+                    Some(VersionSel::Id(u)) => Error::NoSuchVersion {
+                        bucket: bucket.into(),
+                        key: key.into(),
+                        version: u.to_string(),
+                    },
+                    Some(VersionSel::Null) => Error::NoSuchVersion {
+                        bucket: bucket.into(),
+                        key: key.into(),
+                        version: "null".into(),
+                    },
+                    None => Error::NoSuchKey {
+                        bucket: bucket.into(),
+                        key: key.into(),
+                        delete_marker: false,
+                    },
+                });
+            }
+            return Err(Error::ReadQuorum {
+                ok: best_count,
+                needed: quorum,
+            });
+        };
+        let first = drives[0];
+        let meta0 = metas.metas[first]
+            .as_ref()
+            .ok_or_else(|| Error::Internal("agreed drive without metadata".into()))?;
+        let entry = meta0
+            .find(&vid)
+            .ok_or_else(|| Error::Internal("agreed version missing".into()))?;
+        let version = entry.version().clone().into_owned();
+        let mut agree = vec![None; n];
+        for &d in &drives {
+            let idx = metas.metas[d]
+                .as_ref()
+                .and_then(|m| m.find(&vid))
+                .and_then(|e| e.version().as_object().map(|o| o.erasure_index))
+                .unwrap_or(0);
+            agree[d] = Some(usize::try_from(idx).unwrap_or(0));
+        }
+        // Latest among all agreed versions (for a specific version request,
+        // whether it is the newest agreed one on the drives).
+        let is_latest = match want {
+            None => true,
+            Some(_) => {
+                let newest = self.latest_agreed(&metas.metas);
+                newest == Some(vid)
+            }
+        };
+        Ok(Resolved {
+            version,
+            agree,
+            is_latest,
+            metas: metas.metas,
+        })
+    }
+
+    /// Read quorum of one version: its data shards for objects, half the
+    /// set for delete markers.
+    fn version_quorum(
+        &self,
+        metas: &[Option<XlMeta<'static>>],
+        drive: usize,
+        vid: &[u8; 16],
+        n: usize,
+    ) -> usize {
+        let k = metas[drive]
+            .as_ref()
+            .and_then(|m| m.find(vid))
+            .and_then(|e| e.version().as_object().map(|o| o.erasure_m))
+            .and_then(|k| usize::try_from(k).ok())
+            .filter(|&k| k >= 1 && k <= n);
+        k.unwrap_or((n / 2).max(1))
+    }
+
+    fn latest_agreed(&self, metas: &[Option<XlMeta<'static>>]) -> Option<[u8; 16]> {
+        let n = self.drives.len();
+        let mut seen: BTreeMap<(i64, [u8; 16], [u8; 4]), Vec<usize>> = BTreeMap::new();
+        for (i, m) in metas.iter().enumerate() {
+            for e in m.iter().flat_map(|m| m.versions()) {
+                let h = e.header();
+                seen.entry((h.mod_time, h.version_id, h.signature))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        for ((_, vid, _), drives) in seen.iter().rev() {
+            if drives.len() >= self.version_quorum(metas, drives[0], vid, n) {
+                return Some(*vid);
+            }
+        }
+        None
+    }
+
+    /// HEAD of a version.
+    pub async fn head(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+    ) -> Result<ObjectInfo> {
+        let metas = self.read_metas(bucket, &object_dir(key)).await;
+        let r = self.resolve(bucket, key, metas, version)?;
+        let info = object_info(bucket, key, &r.version, r.is_latest);
+        if info.delete_marker {
+            if version.is_none() {
+                return Err(Error::NoSuchKey {
+                    bucket: bucket.into(),
+                    key: key.into(),
+                    delete_marker: true,
+                });
+            }
+            return Err(Error::MethodNotAllowed);
+        }
+        Ok(info)
+    }
+
+    /// PUT: stores `body` as a new version of `bucket`/`key` (the null
+    /// version unless `versioned`). The caller holds the object's lock.
+    pub async fn put<R: AsyncRead + Unpin + Send>(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: &mut R,
+        opts: &PutOptions,
+        versioned: bool,
+    ) -> Result<ObjectInfo> {
+        let n = self.drives.len();
+        let m = opts.parity.unwrap_or(self.default_parity);
+        if m > n / 2 {
+            return Err(Error::InvalidMetadata(format!(
+                "parity {m} is not valid for a set of {n} drives"
+            )));
+        }
+        let k = n - m;
+        if let Some(size) = opts.size
+            && size > MAX_OBJECT_SIZE
+        {
+            return Err(Error::EntityTooLarge {
+                size,
+                limit: MAX_OBJECT_SIZE,
+            });
+        }
+        check_metadata(opts)?;
+        let rs = self.coder(k, m)?;
+        let dir = object_dir(key);
+        let distribution = placement::hash_order(placement::distribution_key(bucket, key), n);
+        let version_id = if versioned {
+            *Uuid::new_v4().as_bytes()
+        } else {
+            [0; 16]
+        };
+        let data_dir = *Uuid::new_v4().as_bytes();
+        let mut md5 = Md5::new();
+
+        // The first block decides between inline and streamed.
+        let mut first = vec![0u8; BLOCK_SIZE];
+        let got = read_full(body, &mut first).await?;
+        first.truncate(got);
+        let mut total = got as u64;
+        let mut ended = got < BLOCK_SIZE;
+        let mut next = Vec::new();
+        if !ended {
+            next = vec![0u8; BLOCK_SIZE];
+            let g = read_full(body, &mut next).await?;
+            next.truncate(g);
+            if g == 0 {
+                ended = true;
+            }
+        }
+        let inline_limit = if versioned {
+            INLINE_SHARD_LIMIT / 8
+        } else {
+            INLINE_SHARD_LIMIT
+        };
+        let quorum = Self::write_quorum(k, m);
+        let erasure = ErasureParams {
+            data_blocks: k as u8,
+            parity_blocks: m as u8,
+            block_size: BLOCK_SIZE as i64,
+            distribution: distribution.iter().map(|&d| d as u8).collect(),
+        };
+
+        if ended && (total as usize).div_ceil(k) as u64 <= inline_limit {
+            check_size(opts, total)?;
+            md5.update(&first);
+            let etag = hex::encode(md5.finalize());
+            let records = self.encode_block(&rs, &first, k, m)?;
+            let mut shards: Vec<Vec<u8>> = vec![Vec::new(); n];
+            for (d, &s) in distribution.iter().enumerate() {
+                shards[d] = if total == 0 {
+                    Vec::new()
+                } else {
+                    records[s - 1].clone()
+                };
+            }
+            let mut ov = new_version(version_id, data_dir, total, erasure, opts, &etag);
+            ov.set_sys(META_INLINE_DATA, b"true".to_vec());
+            let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
+            self.commit(bucket, &dir, ov, Some(shards), None, quorum)
+                .await?;
+            return Ok(info);
+        }
+
+        // Streamed: shard files in the temp area, one writer task per drive.
+        let tmp_id = Uuid::new_v4().to_string();
+        let data_dir_s = Uuid::from_bytes(data_dir).to_string();
+        let tmp_part = format!("{tmp_id}/{data_dir_s}/part.1");
+        let expected = opts.size.and_then(|s| {
+            bitrot::shard_file_size(shard_data_len(s, k), (BLOCK_SIZE as u64).div_ceil(k as u64))
+        });
+        let mut senders: Vec<Option<mpsc::Sender<AlignedBuf>>> = Vec::with_capacity(n);
+        let mut tasks = JoinSet::new();
+        for (d, drive) in self.drives.iter().enumerate() {
+            let (tx, mut rx) = mpsc::channel::<AlignedBuf>(WRITE_QUEUE);
+            let (drive, path) = (drive.clone(), tmp_part.clone());
+            tasks.spawn(async move {
+                let r: std::result::Result<u64, DriveError> = async {
+                    let mut w = drive.create_file(TMP_VOLUME, &path, expected).await?;
+                    while let Some(buf) = rx.recv().await {
+                        w.write(buf).await?;
+                    }
+                    w.finish().await
+                }
+                .await;
+                (d, r)
+            });
+            senders.push(Some(tx));
+        }
+        let mut failed = vec![false; n];
+        let mut cur = first;
+        loop {
+            md5.update(&cur);
+            if !cur.is_empty() {
+                let records = self.encode_block(&rs, &cur, k, m)?;
+                for (d, &s) in distribution.iter().enumerate() {
+                    let Some(tx) = &senders[d] else { continue };
+                    let rec = &records[s - 1];
+                    let mut buf = AlignedBuf::with_capacity(rec.len()).map_err(Error::Drive)?;
+                    buf.extend_from_slice(rec);
+                    if tx.send(buf).await.is_err() {
+                        failed[d] = true;
+                        senders[d] = None;
+                    }
+                }
+                let alive = senders.iter().filter(|s| s.is_some()).count();
+                if alive < quorum {
+                    drop(senders);
+                    tasks.abort_all();
+                    self.remove_tmp(&tmp_id).await;
+                    return Err(Error::WriteQuorum {
+                        ok: alive,
+                        needed: quorum,
+                    });
+                }
+            }
+            if ended {
+                break;
+            }
+            cur = std::mem::take(&mut next);
+            total += cur.len() as u64;
+            if total > MAX_OBJECT_SIZE || opts.size.is_some_and(|s| total > s) {
+                drop(senders);
+                tasks.abort_all();
+                self.remove_tmp(&tmp_id).await;
+                return Err(match opts.size {
+                    Some(s) if s < MAX_OBJECT_SIZE => Error::IncompleteBody {
+                        expected: s,
+                        got: total,
+                    },
+                    _ => Error::EntityTooLarge {
+                        size: total,
+                        limit: MAX_OBJECT_SIZE,
+                    },
+                });
+            }
+            if cur.len() < BLOCK_SIZE {
+                ended = true;
+            } else {
+                next = vec![0u8; BLOCK_SIZE];
+                let g = match read_full(body, &mut next).await {
+                    Ok(g) => g,
+                    Err(e) => {
+                        drop(senders);
+                        tasks.abort_all();
+                        self.remove_tmp(&tmp_id).await;
+                        return Err(e);
+                    }
+                };
+                next.truncate(g);
+                if g == 0 {
+                    ended = true;
+                }
+            }
+        }
+        drop(senders);
+        if let Err(e) = check_size(opts, total) {
+            tasks.abort_all();
+            self.remove_tmp(&tmp_id).await;
+            return Err(e);
+        }
+        while let Some(r) = tasks.join_next().await {
+            match r {
+                Ok((_, Ok(_))) => {}
+                Ok((d, Err(e))) => {
+                    tracing::warn!(drive = %self.drives[d].label(), "shard write failed: {e}");
+                    failed[d] = true;
+                }
+                Err(_) => {}
+            }
+        }
+        let ok = failed.iter().filter(|f| !**f).count();
+        if ok < quorum {
+            self.remove_tmp(&tmp_id).await;
+            return Err(Error::WriteQuorum { ok, needed: quorum });
+        }
+        let etag = hex::encode(md5.finalize());
+        let ov = new_version(version_id, data_dir, total, erasure, opts, &etag);
+        let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
+        let r = self
+            .commit(bucket, &dir, ov, None, Some((&tmp_id, &failed)), quorum)
+            .await;
+        self.remove_tmp(&tmp_id).await;
+        r?;
+        Ok(info)
+    }
+
+    /// Splits `block` into `k` data shards of `ceil(len / k)` bytes (the last
+    /// zero-padded), computes `m` parity shards, and returns the `k + m`
+    /// bitrot records `[hash][shard]`.
+    fn encode_block(
+        &self,
+        rs: &ReedSolomon,
+        block: &[u8],
+        k: usize,
+        m: usize,
+    ) -> Result<Vec<Vec<u8>>> {
+        let sl = block.len().div_ceil(k);
+        let mut records: Vec<Vec<u8>> = (0..k + m).map(|_| vec![0u8; HASH_LEN + sl]).collect();
+        for (j, rec) in records.iter_mut().take(k).enumerate() {
+            let start = (j * sl).min(block.len());
+            let end = ((j + 1) * sl).min(block.len());
+            rec[HASH_LEN..HASH_LEN + (end - start)].copy_from_slice(&block[start..end]);
+        }
+        if sl > 0 {
+            let (data, parity) = records.split_at_mut(k);
+            let d: Vec<&[u8]> = data.iter().map(|r| &r[HASH_LEN..]).collect();
+            let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|r| &mut r[HASH_LEN..]).collect();
+            rs.encode(&d, &mut p)
+                .map_err(|e| Error::Internal(format!("encode: {e}")))?;
+        }
+        for rec in &mut records {
+            let h = self.bitrot.sum(&rec[HASH_LEN..]);
+            rec[..HASH_LEN].copy_from_slice(&h);
+        }
+        Ok(records)
+    }
+
+    /// Commits a new version on every drive that has its data: moves the
+    /// data directory into place (streamed objects) and rewrites `xl.meta`
+    /// with the version added. Needs `quorum` successes; otherwise undoes
+    /// what it did and fails.
+    async fn commit(
+        &self,
+        bucket: &str,
+        dir: &str,
+        ov: ObjectVersion<'static>,
+        inline: Option<Vec<Vec<u8>>>,
+        tmp: Option<(&str, &[bool])>,
+        quorum: usize,
+    ) -> Result<()> {
+        let n = self.drives.len();
+        let data_dir_s = Uuid::from_bytes(ov.data_dir).to_string();
+        let mut set = JoinSet::new();
+        for d in 0..n {
+            if tmp.is_some_and(|(_, failed)| failed[d]) {
+                continue;
+            }
+            let drive = self.drives[d].clone();
+            let (bucket, dir) = (bucket.to_owned(), dir.to_owned());
+            let mut ov = ov.clone();
+            ov.erasure_index = i64::from(ov.erasure_dist[d]);
+            let shard = inline.as_ref().map(|s| s[d].clone());
+            let tmp_src = tmp.map(|(id, _)| format!("{id}/{data_dir_s}"));
+            let dst = format!("{dir}/{data_dir_s}");
+            set.spawn(async move {
+                let r = commit_one(&*drive, &bucket, &dir, ov, shard, tmp_src, &dst).await;
+                (d, r)
+            });
+        }
+        let mut done = Vec::new();
+        while let Some(r) = set.join_next().await {
+            match r {
+                Ok((d, Ok(prev))) => done.push((d, prev)),
+                Ok((d, Err(e))) => {
+                    tracing::warn!(drive = %self.drives[d].label(), "commit failed: {e}");
+                }
+                Err(_) => {}
+            }
+        }
+        if done.len() >= quorum {
+            for (d, (_, old_dir)) in &done {
+                if let Some(p) = old_dir {
+                    let _ = self.drives[*d].delete(bucket, p, true).await;
+                }
+            }
+            return Ok(());
+        }
+        // Roll back: restore the previous xl.meta and drop the new data dir.
+        for (d, (prev, _)) in &done {
+            let drive = &self.drives[*d];
+            let _ = match prev {
+                Some(bytes) => {
+                    drive
+                        .write_all(bucket, &format!("{dir}/{XL_META}"), bytes.clone())
+                        .await
+                }
+                None => {
+                    drive
+                        .delete(bucket, &format!("{dir}/{XL_META}"), false)
+                        .await
+                }
+            };
+            if tmp.is_some() {
+                let _ = drive
+                    .delete(bucket, &format!("{dir}/{data_dir_s}"), true)
+                    .await;
+            }
+        }
+        Err(Error::WriteQuorum {
+            ok: done.len(),
+            needed: quorum,
+        })
+    }
+
+    async fn remove_tmp(&self, tmp_id: &str) {
+        for d in &self.drives {
+            let _ = d.delete(TMP_VOLUME, tmp_id, true).await;
+        }
+    }
+
+    /// Removes what crashed writes left in `.minio.sys/tmp` (run at start,
+    /// before serving).
+    pub async fn clean_tmp(&self) -> usize {
+        let mut removed = 0;
+        for d in &self.drives {
+            let Ok(entries) = d.list_dir(TMP_VOLUME, "", 100_000).await else {
+                continue;
+            };
+            for e in entries {
+                let name = e.trim_end_matches('/');
+                if name == ".trash" || name.is_empty() {
+                    continue;
+                }
+                if d.delete(TMP_VOLUME, name, true).await.is_ok() {
+                    removed += 1;
+                }
+            }
+            let _ = d.empty_trash(1_000_000).await;
+        }
+        removed
+    }
+
+    /// GET: writes the object's bytes (or the range) to `out`. Returns the
+    /// object's info, and the drives that need healing.
+    pub async fn get<W: AsyncWrite + Unpin + Send>(
+        &self,
+        bucket: &str,
+        key: &str,
+        opts: &GetOptions,
+        out: &mut W,
+    ) -> Result<(ObjectInfo, ReadReport)> {
+        let dir = object_dir(key);
+        let metas = self.read_metas(bucket, &dir).await;
+        let r = self.resolve(bucket, key, metas, opts.version_id)?;
+        let info = object_info(bucket, key, &r.version, r.is_latest);
+        if info.delete_marker {
+            return Err(if opts.version_id.is_none() {
+                Error::NoSuchKey {
+                    bucket: bucket.into(),
+                    key: key.into(),
+                    delete_marker: true,
+                }
+            } else {
+                Error::MethodNotAllowed
+            });
+        }
+        let (offset, length) = match opts.range {
+            None => (0, info.size),
+            Some(range) => range.resolve(info.size).ok_or(Error::InvalidRange {
+                offset: match range {
+                    Range::From { offset, .. } => offset,
+                    Range::Suffix(_) => 0,
+                },
+                length: 0,
+                size: info.size,
+            })?,
+        };
+        let mut report = ReadReport::default();
+        for (d, a) in r.agree.iter().enumerate() {
+            if a.is_none() {
+                report.bad_drives.push(d);
+            }
+        }
+        if length > 0 {
+            self.read_range(bucket, key, &dir, &r, offset, length, out, &mut report)
+                .await?;
+        }
+        out.flush().await.map_err(Error::Output)?;
+        report.bad_drives.sort_unstable();
+        report.bad_drives.dedup();
+        Ok((info, report))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn read_range<W: AsyncWrite + Unpin + Send>(
+        &self,
+        bucket: &str,
+        key: &str,
+        dir: &str,
+        r: &Resolved,
+        offset: u64,
+        length: u64,
+        out: &mut W,
+        report: &mut ReadReport,
+    ) -> Result<()> {
+        let ov = r
+            .version
+            .as_object()
+            .ok_or_else(|| Error::Internal("not an object".into()))?;
+        let k = usize::try_from(ov.erasure_m).unwrap_or(0);
+        let m = usize::try_from(ov.erasure_n).unwrap_or(0);
+        let n = self.drives.len();
+        if k == 0 || k + m != n {
+            return Err(Error::Internal(format!(
+                "object erasure {k}+{m} does not fit a set of {n} drives"
+            )));
+        }
+        let block_size = u64::try_from(ov.erasure_block_size).unwrap_or(0);
+        if block_size == 0 || block_size > 64 << 20 {
+            return Err(Error::Internal("bad erasure block size".into()));
+        }
+        let rs = self.coder(k, m)?;
+        // Which drive holds shard s (0-based), per the agreeing drives.
+        let mut holder: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (d, a) in r.agree.iter().enumerate() {
+            if let Some(idx) = a
+                && (1..=n).contains(idx)
+            {
+                holder[idx - 1].push(d);
+            }
+        }
+        let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
+        let shard_size = block_size.div_ceil(k as u64) as usize;
+        let mut bad = vec![false; n];
+        let mut part_start = 0u64;
+        let end = offset + length;
+        for (pi, (&pn, &psize)) in ov.part_numbers.iter().zip(&ov.part_sizes).enumerate() {
+            let psize = u64::try_from(psize).unwrap_or(0);
+            let (p0, p1) = (part_start, part_start + psize);
+            part_start = p1;
+            if p1 <= offset || p0 >= end || psize == 0 {
+                continue;
+            }
+            let path = format!("{dir}/{data_dir}/part.{pn}");
+            let layout = bitrot::ShardLayout::new(shard_size, shard_data_len(psize, k))
+                .map_err(|e| Error::Internal(format!("layout: {e}")))?;
+            let frame = bitrot::ShardFrame::new(layout, self.bitrot);
+            let lo = offset.max(p0) - p0;
+            let hi = end.min(p1) - p0;
+            let (b0, b1) = (lo / block_size, (hi - 1) / block_size);
+            for b in b0..=b1 {
+                let blk_start = b * block_size;
+                let blk_len = (psize - blk_start).min(block_size) as usize;
+                let sl = blk_len.div_ceil(k);
+                let block = self
+                    .read_block(
+                        &rs,
+                        bucket,
+                        &path,
+                        r,
+                        &holder,
+                        &frame,
+                        b,
+                        sl,
+                        pi,
+                        &mut bad,
+                        inline_of(ov),
+                    )
+                    .await
+                    .map_err(|e| match e {
+                        Error::DataUnreadable {
+                            block,
+                            intact,
+                            needed,
+                            ..
+                        } => Error::DataUnreadable {
+                            bucket: bucket.into(),
+                            key: key.into(),
+                            part: pn,
+                            block,
+                            intact,
+                            needed,
+                        },
+                        e => e,
+                    })?;
+                let from = lo.max(blk_start) - blk_start;
+                let to = hi.min(blk_start + blk_len as u64) - blk_start;
+                write_shards(out, &block, sl, from as usize, to as usize).await?;
+            }
+        }
+        for (d, b) in bad.iter().enumerate() {
+            if *b {
+                report.bad_drives.push(d);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads block `b` of a part: `k` intact shards (data shards first),
+    /// verified; reconstructs missing data shards from parity. Returns the
+    /// `k + m` shard buffers of `sl` bytes (data shards complete).
+    #[allow(clippy::too_many_arguments)]
+    async fn read_block(
+        &self,
+        rs: &ReedSolomon,
+        bucket: &str,
+        path: &str,
+        r: &Resolved,
+        holder: &[Vec<usize>],
+        frame: &bitrot::ShardFrame,
+        b: u64,
+        sl: usize,
+        _part_index: usize,
+        bad: &mut [bool],
+        inline: bool,
+    ) -> Result<Vec<Vec<u8>>> {
+        let n = self.drives.len();
+        let k = rs.data_shards();
+        let mut shards: Vec<Vec<u8>> = vec![Vec::new(); n];
+        let mut present = vec![false; n];
+        let mut have = 0;
+        // Candidates in shard order: data shards first, then parity.
+        let mut next_shard = 0;
+        while have < k && next_shard < n {
+            let want = k - have;
+            let mut batch = Vec::new();
+            while batch.len() < want && next_shard < n {
+                let s = next_shard;
+                next_shard += 1;
+                if let Some(&d) = holder[s].iter().find(|&&d| !bad[d]) {
+                    batch.push((s, d));
+                }
+            }
+            if batch.is_empty() {
+                break;
+            }
+            let results = if inline {
+                batch
+                    .iter()
+                    .map(|&(s, d)| {
+                        let rec = r.metas[d]
+                            .as_ref()
+                            .and_then(|m| {
+                                m.inline_data(&r.version.version_id()).map(<[u8]>::to_vec)
+                            })
+                            .ok_or(DriveError::FileNotFound);
+                        (s, d, rec)
+                    })
+                    .collect::<Vec<_>>()
+            } else {
+                let rec_off = frame.layout().record_offset(b).unwrap_or(0);
+                let rec_len = HASH_LEN + sl;
+                let mut set = JoinSet::new();
+                for &(s, d) in &batch {
+                    let drive = self.drives[d].clone();
+                    let (bucket, path) = (bucket.to_owned(), path.to_owned());
+                    set.spawn(async move {
+                        let r = async {
+                            let buf = AlignedBuf::with_capacity(rec_len)?;
+                            let (buf, got) = drive
+                                .read_file_at(&bucket, &path, rec_off, rec_len, buf)
+                                .await?;
+                            if got != rec_len {
+                                return Err(DriveError::OutOfRange {
+                                    offset: rec_off,
+                                    len: rec_len as u64,
+                                    size: rec_off + got as u64,
+                                });
+                            }
+                            Ok(buf.capacity_slice()[..rec_len].to_vec())
+                        }
+                        .await;
+                        (s, d, r)
+                    });
+                }
+                let mut v = Vec::new();
+                while let Some(x) = set.join_next().await {
+                    if let Ok(x) = x {
+                        v.push(x);
+                    }
+                }
+                v
+            };
+            for (s, d, rec) in results {
+                let ok = match rec {
+                    Ok(rec) => {
+                        let data = if inline {
+                            inline_record(&rec, b, sl, frame, &self.bitrot)
+                        } else {
+                            frame.open(b, &rec).map(|x| x.to_vec()).ok()
+                        };
+                        match data {
+                            Some(data) if data.len() == sl => {
+                                shards[s] = data;
+                                present[s] = true;
+                                have += 1;
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(drive = %self.drives[d].label(), "shard read: {e}");
+                        false
+                    }
+                };
+                if !ok {
+                    bad[d] = true;
+                    // Another drive may hold the same shard index (never in
+                    // a healthy set, but do not lose the chance).
+                    if holder[s].iter().any(|&x| !bad[x]) {
+                        next_shard = next_shard.min(s);
+                    }
+                }
+            }
+        }
+        if have < k {
+            return Err(Error::DataUnreadable {
+                bucket: String::new(),
+                key: String::new(),
+                part: 0,
+                block: b,
+                intact: have,
+                needed: k,
+            });
+        }
+        if present[..k].iter().any(|p| !p) {
+            for (s, sh) in shards.iter_mut().enumerate() {
+                if !present[s] {
+                    *sh = vec![0u8; sl];
+                }
+            }
+            rs.reconstruct_data(&mut shards, &present)
+                .map_err(|e| Error::Internal(format!("reconstruct: {e}")))?;
+        }
+        Ok(shards)
+    }
+
+    /// DELETE of `bucket`/`key`: in a versioned bucket without a version, a
+    /// new delete marker; otherwise the version (the null one by default)
+    /// is removed, with its data.
+    pub async fn delete(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+        versioned: bool,
+    ) -> Result<DeleteResult> {
+        let dir = object_dir(key);
+        let n = self.drives.len();
+        let quorum = n / 2 + 1;
+        if versioned && version.is_none() {
+            let vid = Uuid::new_v4();
+            let dm = DeleteMarker::new(*vid.as_bytes(), now_nanos());
+            let mut set = JoinSet::new();
+            for drive in &self.drives {
+                let (drive, bucket, dir) = (drive.clone(), bucket.to_owned(), dir.clone());
+                let dm = dm.clone();
+                set.spawn(async move {
+                    let path = format!("{dir}/{XL_META}");
+                    let mut meta = match drive.read_all(&bucket, &path, MAX_XL_META).await {
+                        Ok(b) => XlMeta::decode(&b)?.into_owned(),
+                        Err(DriveError::FileNotFound) => XlMeta::new(),
+                        Err(e) => return Err(Error::Drive(e)),
+                    };
+                    meta.add_version(Version::delete_marker(dm, WRITTEN_BY))?;
+                    drive.write_all(&bucket, &path, meta.encode()?).await?;
+                    Ok(())
+                });
+            }
+            let ok = join_count(&mut set).await;
+            if ok < quorum {
+                return Err(Error::WriteQuorum { ok, needed: quorum });
+            }
+            return Ok(DeleteResult {
+                version_id: Some(vid),
+                delete_marker: true,
+            });
+        }
+        let sel = version.unwrap_or(VersionSel::Null);
+        let metas = self.read_metas(bucket, &dir).await;
+        let resolved = match self.resolve(bucket, key, metas, Some(sel)) {
+            Ok(r) => r,
+            // S3 answers 204 for a key or version that is not there.
+            Err(e) if e.is_not_found() => {
+                return Ok(DeleteResult {
+                    version_id: match sel {
+                        VersionSel::Null => None,
+                        VersionSel::Id(u) => Some(u),
+                    },
+                    delete_marker: false,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let vid = sel.bytes();
+        let is_dm = matches!(resolved.version.kind, VersionKind::DeleteMarker(_));
+        let mut set = JoinSet::new();
+        for (d, drive) in self.drives.iter().enumerate() {
+            let Some(meta) = resolved.metas[d].clone() else {
+                continue;
+            };
+            let (drive, bucket, dir) = (drive.clone(), bucket.to_owned(), dir.clone());
+            set.spawn(async move {
+                let mut meta = meta;
+                if meta.find(&vid).is_none() {
+                    return Ok(());
+                }
+                let removed = meta.remove_version(&vid)?;
+                let data_dir = removed
+                    .as_object()
+                    .filter(|o| !o.inline_data())
+                    .map(|o| o.data_dir);
+                meta.remove_inline_data(&vid);
+                let path = format!("{dir}/{XL_META}");
+                if meta.is_empty() {
+                    drive.delete(&bucket, &path, false).await?;
+                } else {
+                    drive.write_all(&bucket, &path, meta.encode()?).await?;
+                }
+                if let Some(dd) = data_dir
+                    && meta.shared_data_dir_count(&vid, &dd) == 0
+                {
+                    let p = format!("{dir}/{}", Uuid::from_bytes(dd));
+                    drive.delete(&bucket, &p, true).await?;
+                }
+                Ok(())
+            });
+        }
+        let ok = join_count(&mut set).await;
+        if ok < quorum.min(resolved.agree.iter().flatten().count()) {
+            return Err(Error::WriteQuorum { ok, needed: quorum });
+        }
+        Ok(DeleteResult {
+            version_id: match sel {
+                VersionSel::Null => None,
+                VersionSel::Id(u) => Some(u),
+            },
+            delete_marker: is_dm,
+        })
+    }
+
+    /// Heals one version of an object: every drive whose metadata disagrees
+    /// or whose shards are missing or corrupt gets them rewritten from the
+    /// intact ones. The caller holds the object's lock.
+    pub async fn heal(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+    ) -> Result<HealResult> {
+        let dir = object_dir(key);
+        let n = self.drives.len();
+        let metas = self.read_metas(bucket, &dir).await;
+        let r = self.resolve(bucket, key, metas, version)?;
+        let vid = r.version.version_id();
+        let ov = match &r.version.kind {
+            VersionKind::Object(o) => Some(o.clone()),
+            _ => None,
+        };
+        // Which drives need what.
+        let mut need = vec![false; n];
+        for (d, a) in r.agree.iter().enumerate() {
+            if a.is_none() {
+                need[d] = true;
+            }
+        }
+        let mut rebuilt: Option<Vec<Vec<Vec<u8>>>> = None; // per part: per shard records
+        if let Some(ov) = &ov {
+            let k = usize::try_from(ov.erasure_m).unwrap_or(0);
+            let m = usize::try_from(ov.erasure_n).unwrap_or(0);
+            if k == 0 || k + m != n {
+                return Err(Error::Internal("erasure shape does not fit the set".into()));
+            }
+            let rs = self.coder(k, m)?;
+            // Read every shard of every block, verify, rebuild: the full
+            // shard streams of every drive that needs them.
+            let mut holder: Vec<Vec<usize>> = vec![Vec::new(); n];
+            for (d, a) in r.agree.iter().enumerate() {
+                if let Some(idx) = a
+                    && (1..=n).contains(idx)
+                {
+                    holder[idx - 1].push(d);
+                }
+            }
+            let inline = ov.inline_data();
+            let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
+            let block_size = u64::try_from(ov.erasure_block_size).unwrap_or(0);
+            if block_size == 0 || block_size > 64 << 20 {
+                return Err(Error::Internal("bad erasure block size".into()));
+            }
+            let shard_size = block_size.div_ceil(k as u64) as usize;
+            let mut parts = Vec::new();
+            for (pi, (&pn, &psize)) in ov.part_numbers.iter().zip(&ov.part_sizes).enumerate() {
+                let psize = u64::try_from(psize).unwrap_or(0);
+                let path = format!("{dir}/{data_dir}/part.{pn}");
+                let layout = bitrot::ShardLayout::new(shard_size, shard_data_len(psize, k))
+                    .map_err(|e| Error::Internal(format!("layout: {e}")))?;
+                let frame = bitrot::ShardFrame::new(layout, self.bitrot);
+                let mut streams: Vec<Vec<u8>> = vec![Vec::new(); n];
+                let blocks = psize.div_ceil(block_size);
+                for b in 0..blocks {
+                    let blk_len = (psize - b * block_size).min(block_size) as usize;
+                    let sl = blk_len.div_ceil(k);
+                    // Verify every shard of the block, to find corrupt ones.
+                    let mut probe = vec![false; n];
+                    let mut shards = self
+                        .read_block(
+                            &rs, bucket, &path, &r, &holder, &frame, b, sl, pi, &mut probe, inline,
+                        )
+                        .await?;
+                    // Check the shards read_block did not need (parity) too.
+                    for h in &holder {
+                        for &d in h {
+                            if probe[d] {
+                                need[d] = true;
+                            }
+                        }
+                    }
+                    let mut present = vec![true; n];
+                    for p in present.iter_mut().skip(k) {
+                        *p = false;
+                    }
+                    for sh in shards.iter_mut().skip(k) {
+                        *sh = vec![0u8; sl];
+                    }
+                    rs.reconstruct(&mut shards, &present)
+                        .map_err(|e| Error::Internal(format!("reconstruct: {e}")))?;
+                    for (s, sh) in shards.iter().enumerate() {
+                        let h = self.bitrot.sum(sh);
+                        streams[s].extend_from_slice(&h);
+                        streams[s].extend_from_slice(sh);
+                    }
+                    // Compare what parity holders have on disk.
+                    if !inline {
+                        for s in k..n {
+                            for &d in &holder[s] {
+                                if need[d] {
+                                    continue;
+                                }
+                                let off = frame.layout().record_offset(b).unwrap_or(0);
+                                let len = HASH_LEN + sl;
+                                let good = match AlignedBuf::with_capacity(len) {
+                                    Ok(buf) => {
+                                        match self.drives[d]
+                                            .read_file_at(bucket, &path, off, len, buf)
+                                            .await
+                                        {
+                                            Ok((buf, got)) => {
+                                                got == len
+                                                    && buf.capacity_slice()[HASH_LEN..len]
+                                                        == shards[s][..]
+                                                    && frame
+                                                        .open(b, &buf.capacity_slice()[..len])
+                                                        .is_ok()
+                                            }
+                                            Err(_) => false,
+                                        }
+                                    }
+                                    Err(_) => false,
+                                };
+                                if !good {
+                                    need[d] = true;
+                                }
+                            }
+                        }
+                    } else {
+                        for s in k..n {
+                            for &d in &holder[s] {
+                                let on_disk = r.metas[d].as_ref().and_then(|m| m.inline_data(&vid));
+                                if on_disk != Some(&streams[s][..]) && b + 1 == blocks {
+                                    need[d] = true;
+                                }
+                            }
+                        }
+                    }
+                }
+                parts.push(streams);
+            }
+            rebuilt = Some(parts);
+        }
+        let targets: Vec<usize> = (0..n).filter(|&d| need[d]).collect();
+        if targets.is_empty() {
+            return Ok(HealResult::default());
+        }
+        let mut healed = Vec::new();
+        for &d in &targets {
+            let drive = &self.drives[d];
+            let r2 = self
+                .heal_drive_version(
+                    drive.as_ref(),
+                    bucket,
+                    &dir,
+                    &r,
+                    d,
+                    ov.as_ref(),
+                    rebuilt.as_ref(),
+                )
+                .await;
+            match r2 {
+                Ok(()) => healed.push(d),
+                Err(e) => tracing::warn!(drive = %drive.label(), "heal of {bucket}/{key}: {e}"),
+            }
+        }
+        Ok(HealResult {
+            healed_drives: healed,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn heal_drive_version(
+        &self,
+        drive: &dyn Drive,
+        bucket: &str,
+        dir: &str,
+        r: &Resolved,
+        d: usize,
+        ov: Option<&ObjectVersion<'static>>,
+        rebuilt: Option<&Vec<Vec<Vec<u8>>>>,
+    ) -> Result<()> {
+        let path = format!("{dir}/{XL_META}");
+        let mut meta = match drive.read_all(bucket, &path, MAX_XL_META).await {
+            Ok(b) => XlMeta::decode(&b)
+                .map(XlMeta::into_owned)
+                .unwrap_or_else(|_| XlMeta::new()),
+            Err(_) => XlMeta::new(),
+        };
+        if drive.stat_volume(bucket).await.is_err() {
+            let _ = drive.make_volume(bucket).await;
+        }
+        let vid = r.version.version_id();
+        let _ = meta.remove_version(&vid);
+        meta.remove_inline_data(&vid);
+        let mut version = r.version.clone();
+        if let (Some(ov), Some(parts)) = (ov, rebuilt) {
+            let idx = usize::from(ov.erasure_dist.get(d).copied().unwrap_or(0));
+            if idx == 0 {
+                return Err(Error::Internal("drive not in the distribution".into()));
+            }
+            if let Some(o) = version.as_object_mut() {
+                o.erasure_index = idx as i64;
+            }
+            if ov.inline_data() {
+                let rec = parts
+                    .first()
+                    .map(|p| p[idx - 1].clone())
+                    .unwrap_or_default();
+                meta.set_inline_data(&vid, rec);
+            } else {
+                let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
+                let tmp_id = Uuid::new_v4().to_string();
+                for (pn, streams) in ov.part_numbers.iter().zip(parts) {
+                    let rec = &streams[idx - 1];
+                    let tpath = format!("{tmp_id}/{data_dir}/part.{pn}");
+                    let mut w = drive
+                        .create_file(TMP_VOLUME, &tpath, Some(rec.len() as u64))
+                        .await?;
+                    let mut buf = AlignedBuf::with_capacity(rec.len().max(1))?;
+                    buf.extend_from_slice(rec);
+                    w.write(buf).await?;
+                    w.finish().await?;
+                }
+                let dst = format!("{dir}/{data_dir}");
+                let _ = drive.delete(bucket, &dst, true).await;
+                drive
+                    .rename(TMP_VOLUME, &format!("{tmp_id}/{data_dir}"), bucket, &dst)
+                    .await?;
+                let _ = drive.delete(TMP_VOLUME, &tmp_id, true).await;
+            }
+        }
+        meta.add_version(version)?;
+        drive.write_all(bucket, &path, meta.encode()?).await?;
+        Ok(())
+    }
+
+    /// Makes sure the meta volumes exist on every reachable drive.
+    pub async fn ensure_meta_volumes(&self) {
+        for d in &self.drives {
+            for v in [META_VOLUME, TMP_VOLUME] {
+                let _ = d.make_volume(v).await;
+            }
+        }
+    }
+}
+
+fn inline_of(ov: &ObjectVersion<'_>) -> bool {
+    ov.inline_data()
+}
+
+/// Verifies an inline record (the whole shard stream of a small object: one
+/// block) and returns its data.
+fn inline_record(
+    rec: &[u8],
+    b: u64,
+    sl: usize,
+    frame: &bitrot::ShardFrame,
+    _bitrot: &Bitrot,
+) -> Option<Vec<u8>> {
+    if sl == 0 {
+        return if rec.is_empty() {
+            Some(Vec::new())
+        } else {
+            None
+        };
+    }
+    frame.open(b, rec).ok().map(<[u8]>::to_vec)
+}
+
+async fn commit_one(
+    drive: &dyn Drive,
+    bucket: &str,
+    dir: &str,
+    ov: ObjectVersion<'static>,
+    shard: Option<Vec<u8>>,
+    tmp_src: Option<String>,
+    dst: &str,
+) -> Result<(Option<Vec<u8>>, Option<String>)> {
+    let path = format!("{dir}/{XL_META}");
+    let prev = match drive.read_all(bucket, &path, MAX_XL_META).await {
+        Ok(b) => Some(b),
+        Err(DriveError::FileNotFound) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let mut meta = match &prev {
+        Some(b) => XlMeta::decode(b)?.into_owned(),
+        None => XlMeta::new(),
+    };
+    let vid = ov.version_id;
+    if let Some(s) = shard {
+        meta.set_inline_data(&vid, s);
+    }
+    let replaced = meta.add_version(Version::object(ov, WRITTEN_BY))?;
+    if let Some(src) = tmp_src {
+        drive.rename(TMP_VOLUME, &src, bucket, dst).await?;
+    }
+    drive.write_all(bucket, &path, meta.encode()?).await?;
+    // The version replaced (an overwritten null version): its data dir is
+    // removed by the caller once the commit reached its quorum.
+    let old_dir = replaced
+        .as_ref()
+        .and_then(|old| old.as_object())
+        .filter(|o| !o.inline_data() && meta.shared_data_dir_count(&vid, &o.data_dir) == 0)
+        .map(|o| format!("{dir}/{}", Uuid::from_bytes(o.data_dir)))
+        .filter(|p| p != dst);
+    Ok((prev, old_dir))
+}
+
+async fn join_count(set: &mut JoinSet<Result<()>>) -> usize {
+    let mut ok = 0;
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(e)) => tracing::debug!("drive update failed: {e}"),
+            Err(_) => {}
+        }
+    }
+    ok
+}
+
+/// Writes bytes `from..to` of a block, given as `k` data shards of `sl`
+/// bytes (the first shards of `shards`).
+async fn write_shards<W: AsyncWrite + Unpin>(
+    out: &mut W,
+    shards: &[Vec<u8>],
+    sl: usize,
+    from: usize,
+    to: usize,
+) -> Result<()> {
+    if sl == 0 {
+        return Ok(());
+    }
+    let mut pos = from;
+    while pos < to {
+        let s = pos / sl;
+        let o = pos % sl;
+        let take = (sl - o).min(to - pos);
+        out.write_all(&shards[s][o..o + take])
+            .await
+            .map_err(Error::Output)?;
+        pos += take;
+    }
+    Ok(())
+}
+
+async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = r.read(&mut buf[got..]).await.map_err(Error::Body)?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    Ok(got)
+}
+
+fn check_size(opts: &PutOptions, total: u64) -> Result<()> {
+    match opts.size {
+        Some(s) if s != total => Err(Error::IncompleteBody {
+            expected: s,
+            got: total,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn check_metadata(opts: &PutOptions) -> Result<()> {
+    let mut total = 0;
+    for (k, v) in &opts.metadata {
+        total += k.len() + v.len();
+        if k.is_empty() || !k.bytes().all(|c| c.is_ascii_graphic() && c != b':') {
+            return Err(Error::InvalidMetadata(format!("bad key {k:?}")));
+        }
+        if v.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(Error::InvalidMetadata(format!("bad value for {k:?}")));
+        }
+        let lk = k.to_ascii_lowercase();
+        if lk == META_ETAG || lk == META_CONTENT_TYPE || lk.starts_with("x-minio-internal-") {
+            return Err(Error::InvalidMetadata(format!("reserved key {k:?}")));
+        }
+    }
+    if total > MAX_METADATA_BYTES {
+        return Err(Error::InvalidMetadata(format!(
+            "{total} bytes of metadata, at most {MAX_METADATA_BYTES}"
+        )));
+    }
+    Ok(())
+}
+
+fn new_version(
+    version_id: [u8; 16],
+    data_dir: [u8; 16],
+    size: u64,
+    erasure: ErasureParams,
+    opts: &PutOptions,
+    etag: &str,
+) -> ObjectVersion<'static> {
+    let size = i64::try_from(size).unwrap_or(i64::MAX);
+    let mut ov = ObjectVersion::new(version_id, data_dir, now_nanos(), size, erasure);
+    ov.push_part(1, size, size, None);
+    ov.set_user(
+        META_CONTENT_TYPE,
+        opts.content_type
+            .clone()
+            .unwrap_or_else(|| "application/octet-stream".into()),
+    );
+    ov.set_user(META_ETAG, etag.to_owned());
+    for (k, v) in &opts.metadata {
+        ov.set_user(k.clone(), v.clone());
+    }
+    ov
+}
+
+/// The public view of a stored version.
+pub(crate) fn object_info(bucket: &str, key: &str, v: &Version<'_>, is_latest: bool) -> ObjectInfo {
+    let vid = v.version_id();
+    let version_id = if vid == [0; 16] {
+        None
+    } else {
+        Some(Uuid::from_bytes(vid))
+    };
+    match &v.kind {
+        VersionKind::Object(o) => {
+            let mut metadata = BTreeMap::new();
+            let mut etag = String::new();
+            let mut content_type = String::from("application/octet-stream");
+            if let Some(u) = &o.meta_user {
+                for (k, val) in u.iter() {
+                    let k = k.to_string_lossy().into_owned();
+                    let val = val.to_string_lossy().into_owned();
+                    if k == META_ETAG {
+                        etag = val;
+                    } else if k.eq_ignore_ascii_case(META_CONTENT_TYPE) {
+                        content_type = val;
+                    } else {
+                        metadata.insert(k, val);
+                    }
+                }
+            }
+            ObjectInfo {
+                bucket: bucket.into(),
+                key: key.into(),
+                version_id,
+                delete_marker: false,
+                is_latest,
+                size: u64::try_from(o.size).unwrap_or(0),
+                etag,
+                mod_time_nanos: o.mod_time,
+                content_type,
+                metadata,
+                parts: o
+                    .part_numbers
+                    .iter()
+                    .zip(&o.part_sizes)
+                    .map(|(&number, &s)| PartInfo {
+                        number,
+                        size: u64::try_from(s).unwrap_or(0),
+                    })
+                    .collect(),
+                data_shards: usize::try_from(o.erasure_m).unwrap_or(0),
+                parity_shards: usize::try_from(o.erasure_n).unwrap_or(0),
+                inline: o.inline_data(),
+            }
+        }
+        _ => ObjectInfo {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id,
+            delete_marker: matches!(v.kind, VersionKind::DeleteMarker(_)),
+            is_latest,
+            size: 0,
+            etag: String::new(),
+            mod_time_nanos: v.mod_time(),
+            content_type: String::new(),
+            metadata: BTreeMap::new(),
+            parts: Vec::new(),
+            data_shards: 0,
+            parity_shards: 0,
+            inline: false,
+        },
+    }
+}

@@ -1,0 +1,190 @@
+//! Public value types of the object layer.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use uuid::Uuid;
+
+/// One part of a stored object, as recorded in its `xl.meta`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartInfo {
+    /// Part number (1 for a single-part object).
+    pub number: i64,
+    /// Bytes of the part.
+    pub size: u64,
+}
+
+/// What HEAD tells about one version of an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Bucket.
+    pub bucket: String,
+    /// Key.
+    pub key: String,
+    /// Version id; `None` for the null version.
+    pub version_id: Option<Uuid>,
+    /// Whether this version is a delete marker (then size, etag, parts are
+    /// empty).
+    pub delete_marker: bool,
+    /// Whether this is the latest version of the key.
+    pub is_latest: bool,
+    /// Bytes of the object.
+    pub size: u64,
+    /// The ETag, without quotes: hex MD5 of the content, or
+    /// `hex(md5(part md5s))-N` for a multipart object.
+    pub etag: String,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mod_time_nanos: i64,
+    /// `Content-Type`.
+    pub content_type: String,
+    /// Other stored headers and user metadata (`x-amz-meta-*`, and standard
+    /// headers such as `cache-control`), keys as stored.
+    pub metadata: BTreeMap<String, String>,
+    /// Parts.
+    pub parts: Vec<PartInfo>,
+    /// Data shards of the object's erasure coding.
+    pub data_shards: usize,
+    /// Parity shards.
+    pub parity_shards: usize,
+    /// Whether the data lives inline in `xl.meta`.
+    pub inline: bool,
+}
+
+impl ObjectInfo {
+    /// Modification time as a `SystemTime`.
+    pub fn mod_time(&self) -> SystemTime {
+        if self.mod_time_nanos >= 0 {
+            UNIX_EPOCH + Duration::from_nanos(self.mod_time_nanos as u64)
+        } else {
+            UNIX_EPOCH
+        }
+    }
+}
+
+/// Options of a PUT.
+#[derive(Debug, Clone, Default)]
+pub struct PutOptions {
+    /// The body's size when the client announced it (`Content-Length`):
+    /// a body that ends early or runs long is refused.
+    pub size: Option<u64>,
+    /// `Content-Type`; `application/octet-stream` when absent.
+    pub content_type: Option<String>,
+    /// User metadata (`x-amz-meta-*`, keys as the client sent them) and other
+    /// stored headers (`cache-control`, `content-encoding`, ...).
+    pub metadata: Vec<(String, String)>,
+    /// Parity shards for this object (a storage class); the set's default
+    /// when `None`.
+    pub parity: Option<usize>,
+}
+
+/// A byte range of a GET.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Range {
+    /// `bytes=offset-` or `bytes=offset-last` as (offset, Some(length)).
+    From {
+        /// First byte.
+        offset: u64,
+        /// Bytes asked for; to the end when `None`.
+        length: Option<u64>,
+    },
+    /// `bytes=-n`: the last `n` bytes.
+    Suffix(u64),
+}
+
+impl Range {
+    /// The (offset, length) this range selects in an object of `size`
+    /// bytes, or `None` if it is not satisfiable.
+    pub fn resolve(self, size: u64) -> Option<(u64, u64)> {
+        match self {
+            Range::From { offset, length } => {
+                if offset >= size {
+                    return None;
+                }
+                let len = match length {
+                    Some(0) => return None,
+                    Some(l) => l.min(size - offset),
+                    None => size - offset,
+                };
+                Some((offset, len))
+            }
+            Range::Suffix(0) => None,
+            Range::Suffix(n) => {
+                let n = n.min(size);
+                if n == 0 {
+                    return None;
+                }
+                Some((size - n, n))
+            }
+        }
+    }
+}
+
+/// Options of a GET or HEAD.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GetOptions {
+    /// A specific version (`None`: the latest).
+    pub version_id: Option<VersionSel>,
+    /// A byte range (GET only).
+    pub range: Option<Range>,
+}
+
+/// A version selector: a version id or the null version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionSel {
+    /// `versionId=null`.
+    Null,
+    /// A version id.
+    Id(Uuid),
+}
+
+impl VersionSel {
+    /// Parses S3's `versionId` parameter.
+    pub fn parse(s: &str) -> Option<VersionSel> {
+        if s == "null" {
+            return Some(VersionSel::Null);
+        }
+        Uuid::parse_str(s).ok().map(VersionSel::Id)
+    }
+
+    pub(crate) fn bytes(self) -> [u8; 16] {
+        match self {
+            VersionSel::Null => [0; 16],
+            VersionSel::Id(u) => *u.as_bytes(),
+        }
+    }
+}
+
+/// What a DELETE did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteResult {
+    /// The version removed, or the delete marker created.
+    pub version_id: Option<Uuid>,
+    /// Whether a delete marker was created (or the version removed was one).
+    pub delete_marker: bool,
+}
+
+/// Drives that misbehaved while serving a read: the object should be healed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadReport {
+    /// Set positions of drives whose shard was missing, unreadable or
+    /// corrupt.
+    pub bad_drives: Vec<usize>,
+}
+
+/// One bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketInfo {
+    /// Name.
+    pub name: String,
+    /// Creation time, nanoseconds since the Unix epoch.
+    pub created_nanos: i64,
+    /// Whether versioning is enabled.
+    pub versioning: bool,
+}
+
+/// Result of a heal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HealResult {
+    /// Set positions of drives whose shards or metadata were rewritten.
+    pub healed_drives: Vec<usize>,
+}
