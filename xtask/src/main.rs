@@ -5,6 +5,8 @@
 //!   command README.md names and `.ci/run` calls).
 //! - `cargo xtask bench [--quick]`: the kernel benchmarks (criterion) and the
 //!   Go benchmarks of the libraries MinIO uses, side by side in one run.
+//! - `cargo xtask tools`: installs the MinIO server and `mc` (the oracle of
+//!   the interoperability tests) into `target/tools/bin` with `go install`.
 
 use std::env;
 use std::io::{BufRead, BufReader};
@@ -27,12 +29,14 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench(args.iter().any(|a| a == "--quick")),
+        Some("tools") => tools().map(|_| ()),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
                  ci               fmt, clippy, cross-target checks, all tests, benchmarks in test mode\n  \
-                 bench [--quick]  criterion kernel benchmarks and the Go (MinIO library) benchmarks"
+                 bench [--quick]  criterion kernel benchmarks and the Go (MinIO library) benchmarks\n  \
+                 tools            install the MinIO server and mc into target/tools/bin"
             );
             Err("no task given".to_string())
         }
@@ -143,6 +147,8 @@ fn ci() -> Result<(), String> {
             "--workspace",
             "--all-targets",
             "--locked",
+            "--features",
+            INTEROP_FEATURE,
             "--",
             "-D",
             "warnings",
@@ -169,10 +175,22 @@ fn ci() -> Result<(), String> {
     }
     run("check with AVX-512 and GFNI enabled", &mut features)?;
 
+    // The real MinIO server and mc: the oracle of the interoperability tests.
+    let (minio, mc) = tools()?;
+
     let mut counts = Counts::default();
     run_counting(
         "tests",
-        cargo().args(["test", "--workspace", "--locked"]),
+        cargo()
+            .args([
+                "test",
+                "--workspace",
+                "--locked",
+                "--features",
+                INTEROP_FEATURE,
+            ])
+            .env("TESSERA_MINIO", &minio)
+            .env("TESSERA_MC", &mc),
         &mut counts,
     )?;
 
@@ -189,6 +207,35 @@ fn ci() -> Result<(), String> {
     );
     println!("{} passed, {} failed", counts.passed, counts.failed);
     Ok(())
+}
+
+/// The cargo feature that compiles the tests against the real MinIO.
+const INTEROP_FEATURE: &str = "object/minio-interop";
+
+/// Go modules installed by `cargo xtask tools`, and the binary each gives.
+const GO_TOOLS: &[(&str, &str)] = &[
+    ("github.com/minio/minio@latest", "minio"),
+    ("github.com/minio/mc@latest", "mc"),
+];
+
+/// Installs MinIO and mc into `target/tools/bin` (kept across runs; delete
+/// the directory to update them). Returns their paths.
+fn tools() -> Result<(PathBuf, PathBuf), String> {
+    let bin = workspace_root().join("target/tools/bin");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("creating {}: {e}", bin.display()))?;
+    for (module, name) in GO_TOOLS {
+        if bin.join(name).exists() {
+            eprintln!("==> {name}: already installed in {}", bin.display());
+            continue;
+        }
+        let mut go = Command::new("go");
+        go.args(["install", module])
+            .env("GOBIN", &bin)
+            .env("CGO_ENABLED", "0")
+            .current_dir(workspace_root());
+        run(&format!("go install {module}"), &mut go)?;
+    }
+    Ok((bin.join("minio"), bin.join("mc")))
 }
 
 /// The Go benchmarks of klauspost/reedsolomon and minio/highwayhash, the
