@@ -415,6 +415,9 @@ async fn a_hung_drive_does_not_hang_requests() {
     hangers[2].hang.store(false, Ordering::SeqCst);
 }
 
+/// A version in the model: its id and its body (`None`: a delete marker).
+type ModelVersion = (Option<Uuid>, Option<Vec<u8>>);
+
 /// Random operation sequences on 4, 6, 8 and 16 drives against a model,
 /// checked after every step; drives are wiped and healed along the way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -449,7 +452,7 @@ async fn random_operations_match_a_model() {
             l.set_bucket_versioning("model", true).await.unwrap();
         }
         // key -> versions (newest last): Some(body) or None (delete marker)
-        let mut model: BTreeMap<String, Vec<(Option<Uuid>, Option<Vec<u8>>)>> = BTreeMap::new();
+        let mut model: BTreeMap<String, Vec<ModelVersion>> = BTreeMap::new();
         for step in 0..60 {
             let key = format!("k/{}", next() % 9);
             let ctx = format!("seed {seed} n {n} step {step} key {key}");
