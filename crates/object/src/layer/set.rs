@@ -1095,6 +1095,13 @@ impl ErasureSet {
     /// Heals one version of an object: every drive whose metadata disagrees
     /// or whose shards are missing or corrupt gets them rewritten from the
     /// intact ones. The caller holds the object's lock.
+    ///
+    /// Two passes, one erasure block in memory at a time: the first reads
+    /// and verifies every shard record on every drive; the second, only if
+    /// some drive needs shards, rebuilds them block by block from `k`
+    /// intact shards and streams them to the temp area of each drive that
+    /// needs them, which then gets the data directory and `xl.meta` like a
+    /// PUT commits them.
     pub async fn heal(
         &self,
         bucket: &str,
@@ -1105,224 +1112,294 @@ impl ErasureSet {
         let n = self.drives.len();
         let metas = self.read_metas(bucket, &dir).await;
         let r = self.resolve(bucket, key, metas, version)?;
-        let vid = r.version.version_id();
+        let mut need: Vec<bool> = r.agree.iter().map(Option::is_none).collect();
         let ov = match &r.version.kind {
             VersionKind::Object(o) => Some(o.clone()),
             _ => None,
         };
-        // Which drives need what.
-        let mut need = vec![false; n];
+        let Some(ov) = ov else {
+            // A delete marker: only metadata to copy.
+            return self.heal_write(bucket, &dir, &r, &need, None).await;
+        };
+        let (k, m) = (
+            usize::try_from(ov.erasure_m).unwrap_or(0),
+            usize::try_from(ov.erasure_n).unwrap_or(0),
+        );
+        let block_size = u64::try_from(ov.erasure_block_size).unwrap_or(0);
+        if k == 0 || k + m != n || block_size == 0 || block_size > 64 << 20 {
+            return Err(Error::Internal(format!(
+                "{bucket}/{key}: erasure {k}+{m}, block {block_size}, does not fit a set of {n}"
+            )));
+        }
+        let rs = self.coder(k, m)?;
+        // Drive -> shard index (0-based) it should hold, from the layout.
+        let shard_of = |d: usize| usize::from(ov.erasure_dist.get(d).copied().unwrap_or(0));
+        let mut holder: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (d, a) in r.agree.iter().enumerate() {
-            if a.is_none() {
-                need[d] = true;
+            if let Some(idx) = a
+                && (1..=n).contains(idx)
+            {
+                holder[idx - 1].push(d);
             }
         }
-        let mut rebuilt: Option<Vec<Vec<Vec<u8>>>> = None; // per part: per shard records
-        if let Some(ov) = &ov {
-            let k = usize::try_from(ov.erasure_m).unwrap_or(0);
-            let m = usize::try_from(ov.erasure_n).unwrap_or(0);
-            if k == 0 || k + m != n {
-                return Err(Error::Internal("erasure shape does not fit the set".into()));
+        let inline = ov.inline_data();
+        let vid = r.version.version_id();
+        let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
+        let shard_size = block_size.div_ceil(k as u64) as usize;
+        let frames = |psize: u64| -> Result<bitrot::ShardFrame> {
+            let layout = bitrot::ShardLayout::new(shard_size, shard_data_len(psize, k))
+                .map_err(|e| Error::Internal(format!("layout: {e}")))?;
+            Ok(bitrot::ShardFrame::new(layout, self.bitrot))
+        };
+        let parts: Vec<(i64, u64)> = ov
+            .part_numbers
+            .iter()
+            .zip(&ov.part_sizes)
+            .map(|(&pn, &ps)| (pn, u64::try_from(ps).unwrap_or(0)))
+            .collect();
+
+        // Pass 1: verify every record of every agreeing drive.
+        for d in 0..n {
+            if need[d] {
+                continue;
             }
-            let rs = self.coder(k, m)?;
-            // Read every shard of every block, verify, rebuild: the full
-            // shard streams of every drive that needs them.
-            let mut holder: Vec<Vec<usize>> = vec![Vec::new(); n];
-            for (d, a) in r.agree.iter().enumerate() {
-                if let Some(idx) = a
-                    && (1..=n).contains(idx)
-                {
-                    holder[idx - 1].push(d);
-                }
-            }
-            let inline = ov.inline_data();
-            let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
-            let block_size = u64::try_from(ov.erasure_block_size).unwrap_or(0);
-            if block_size == 0 || block_size > 64 << 20 {
-                return Err(Error::Internal("bad erasure block size".into()));
-            }
-            let shard_size = block_size.div_ceil(k as u64) as usize;
-            let mut parts = Vec::new();
-            for (pi, (&pn, &psize)) in ov.part_numbers.iter().zip(&ov.part_sizes).enumerate() {
-                let psize = u64::try_from(psize).unwrap_or(0);
+            'parts: for &(pn, psize) in &parts {
+                let frame = frames(psize)?;
                 let path = format!("{dir}/{data_dir}/part.{pn}");
-                let layout = bitrot::ShardLayout::new(shard_size, shard_data_len(psize, k))
-                    .map_err(|e| Error::Internal(format!("layout: {e}")))?;
-                let frame = bitrot::ShardFrame::new(layout, self.bitrot);
-                let mut streams: Vec<Vec<u8>> = vec![Vec::new(); n];
                 let blocks = psize.div_ceil(block_size);
+                if inline {
+                    let rec = r.metas[d].as_ref().and_then(|mt| mt.inline_data(&vid));
+                    let sl = (psize as usize).div_ceil(k);
+                    let ok = match rec {
+                        Some(rec) => inline_record(rec, 0, sl, &frame, &self.bitrot).is_some(),
+                        None => false,
+                    };
+                    if !ok {
+                        need[d] = true;
+                    }
+                    continue;
+                }
                 for b in 0..blocks {
                     let blk_len = (psize - b * block_size).min(block_size) as usize;
-                    let sl = blk_len.div_ceil(k);
-                    // Verify every shard of the block, to find corrupt ones.
-                    let mut probe = vec![false; n];
-                    let mut shards = self
-                        .read_block(
-                            &rs, bucket, &path, &r, &holder, &frame, b, sl, pi, &mut probe, inline,
-                        )
-                        .await?;
-                    // Check the shards read_block did not need (parity) too.
-                    for h in &holder {
-                        for &d in h {
-                            if probe[d] {
-                                need[d] = true;
+                    let len = HASH_LEN + blk_len.div_ceil(k);
+                    let off = frame.layout().record_offset(b).unwrap_or(0);
+                    let ok = match AlignedBuf::with_capacity(len) {
+                        Ok(buf) => match self.drives[d]
+                            .read_file_at(bucket, &path, off, len, buf)
+                            .await
+                        {
+                            Ok((buf, got)) => {
+                                got == len && frame.open(b, &buf.capacity_slice()[..len]).is_ok()
                             }
+                            Err(_) => false,
+                        },
+                        Err(_) => false,
+                    };
+                    if !ok {
+                        need[d] = true;
+                        break 'parts;
+                    }
+                }
+                // A longer file than the layout says is damage too.
+                if let Ok(st) = self.drives[d].stat_file(bucket, &path).await
+                    && st.size != frame.layout().file_size()
+                {
+                    need[d] = true;
+                    break 'parts;
+                }
+            }
+        }
+        if !need.iter().any(|x| *x) {
+            return Ok(HealResult::default());
+        }
+        let targets: Vec<usize> = (0..n).filter(|&d| need[d] && shard_of(d) >= 1).collect();
+
+        // Pass 2: rebuild the targets' shards, streamed to their temp areas.
+        let mut bad = need.clone();
+        let tmp_id = Uuid::new_v4().to_string();
+        let mut inline_recs: Vec<Option<Vec<u8>>> = vec![None; n];
+        let mut failed = vec![false; n];
+        for &(pn, psize) in &parts {
+            let frame = frames(psize)?;
+            let path = format!("{dir}/{data_dir}/part.{pn}");
+            let mut writers: Vec<Option<Box<dyn drive::ShardWriter>>> = Vec::with_capacity(n);
+            for d in 0..n {
+                let w = if !inline && targets.contains(&d) && !failed[d] {
+                    let tpath = format!("{tmp_id}/{data_dir}/part.{pn}");
+                    match self.drives[d]
+                        .create_file(TMP_VOLUME, &tpath, Some(frame.layout().file_size()))
+                        .await
+                    {
+                        Ok(w) => Some(w),
+                        Err(e) => {
+                            tracing::warn!(drive = %self.drives[d].label(), "heal: {e}");
+                            failed[d] = true;
+                            None
                         }
                     }
-                    let mut present = vec![true; n];
-                    for p in present.iter_mut().skip(k) {
-                        *p = false;
+                } else {
+                    None
+                };
+                writers.push(w);
+            }
+            let blocks = psize.div_ceil(block_size);
+            for b in 0..blocks {
+                let blk_len = (psize - b * block_size).min(block_size) as usize;
+                let sl = blk_len.div_ceil(k);
+                let mut shards = self
+                    .read_block(
+                        &rs, bucket, &path, &r, &holder, &frame, b, sl, 0, &mut bad, inline,
+                    )
+                    .await
+                    .map_err(|e| match e {
+                        Error::DataUnreadable {
+                            block,
+                            intact,
+                            needed,
+                            ..
+                        } => Error::DataUnreadable {
+                            bucket: bucket.into(),
+                            key: key.into(),
+                            part: pn,
+                            block,
+                            intact,
+                            needed,
+                        },
+                        e => e,
+                    })?;
+                // read_block completed the data shards; compute parity.
+                {
+                    let (data, parity) = shards.split_at_mut(k);
+                    for p in parity.iter_mut() {
+                        p.clear();
+                        p.resize(sl, 0);
                     }
-                    for sh in shards.iter_mut().skip(k) {
-                        *sh = vec![0u8; sl];
+                    if sl > 0 {
+                        let d: Vec<&[u8]> = data.iter().map(|x| &x[..]).collect();
+                        let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|x| &mut x[..]).collect();
+                        rs.encode(&d, &mut p)
+                            .map_err(|e| Error::Internal(format!("encode: {e}")))?;
                     }
-                    rs.reconstruct(&mut shards, &present)
-                        .map_err(|e| Error::Internal(format!("reconstruct: {e}")))?;
-                    for (s, sh) in shards.iter().enumerate() {
-                        let h = self.bitrot.sum(sh);
-                        streams[s].extend_from_slice(&h);
-                        streams[s].extend_from_slice(sh);
+                }
+                for &d in &targets {
+                    let s = shard_of(d) - 1;
+                    let mut rec = Vec::with_capacity(HASH_LEN + sl);
+                    if sl > 0 {
+                        rec.extend_from_slice(&self.bitrot.sum(&shards[s]));
+                        rec.extend_from_slice(&shards[s]);
                     }
-                    // Compare what parity holders have on disk.
-                    if !inline {
-                        for s in k..n {
-                            for &d in &holder[s] {
-                                if need[d] {
-                                    continue;
-                                }
-                                let off = frame.layout().record_offset(b).unwrap_or(0);
-                                let len = HASH_LEN + sl;
-                                let good = match AlignedBuf::with_capacity(len) {
-                                    Ok(buf) => {
-                                        match self.drives[d]
-                                            .read_file_at(bucket, &path, off, len, buf)
-                                            .await
-                                        {
-                                            Ok((buf, got)) => {
-                                                got == len
-                                                    && buf.capacity_slice()[HASH_LEN..len]
-                                                        == shards[s][..]
-                                                    && frame
-                                                        .open(b, &buf.capacity_slice()[..len])
-                                                        .is_ok()
-                                            }
-                                            Err(_) => false,
-                                        }
-                                    }
-                                    Err(_) => false,
-                                };
-                                if !good {
-                                    need[d] = true;
-                                }
-                            }
+                    if inline {
+                        inline_recs[d] = Some(rec);
+                    } else if let Some(w) = writers[d].as_mut() {
+                        let r2 = async {
+                            let mut buf = AlignedBuf::with_capacity(rec.len().max(1))?;
+                            buf.extend_from_slice(&rec);
+                            w.write(buf).await.map(|_| ())
                         }
-                    } else {
-                        for s in k..n {
-                            for &d in &holder[s] {
-                                let on_disk = r.metas[d].as_ref().and_then(|m| m.inline_data(&vid));
-                                if on_disk != Some(&streams[s][..]) && b + 1 == blocks {
-                                    need[d] = true;
-                                }
-                            }
+                        .await;
+                        if let Err(e) = r2 {
+                            tracing::warn!(drive = %self.drives[d].label(), "heal write: {e}");
+                            failed[d] = true;
+                            writers[d] = None;
                         }
                     }
                 }
-                parts.push(streams);
             }
-            rebuilt = Some(parts);
+            for (d, w) in writers.into_iter().enumerate() {
+                if let Some(w) = w
+                    && let Err(e) = w.finish().await
+                {
+                    tracing::warn!(drive = %self.drives[d].label(), "heal finish: {e}");
+                    failed[d] = true;
+                }
+            }
         }
-        let targets: Vec<usize> = (0..n).filter(|&d| need[d]).collect();
-        if targets.is_empty() {
-            return Ok(HealResult::default());
+        let mut ok_need = need.clone();
+        for d in 0..n {
+            if failed[d] {
+                ok_need[d] = false;
+            }
         }
-        let mut healed = Vec::new();
+        let res = self
+            .heal_write(
+                bucket,
+                &dir,
+                &r,
+                &ok_need,
+                Some((&ov, &tmp_id, &inline_recs)),
+            )
+            .await;
         for &d in &targets {
-            let drive = &self.drives[d];
-            let r2 = self
-                .heal_drive_version(
-                    drive.as_ref(),
-                    bucket,
-                    &dir,
-                    &r,
-                    d,
-                    ov.as_ref(),
-                    rebuilt.as_ref(),
-                )
-                .await;
-            match r2 {
+            let _ = self.drives[d].delete(TMP_VOLUME, &tmp_id, true).await;
+        }
+        res
+    }
+
+    /// Commits healed data (moved from the temp area, or inline records)
+    /// and the agreed version into `xl.meta` on every drive in `need`.
+    async fn heal_write(
+        &self,
+        bucket: &str,
+        dir: &str,
+        r: &Resolved,
+        need: &[bool],
+        data: Option<(&ObjectVersion<'static>, &str, &[Option<Vec<u8>>])>,
+    ) -> Result<HealResult> {
+        let vid = r.version.version_id();
+        let path = format!("{dir}/{XL_META}");
+        let mut healed = Vec::new();
+        for (d, drive) in self.drives.iter().enumerate() {
+            if !need[d] {
+                continue;
+            }
+            let res: Result<()> = async {
+                if drive.stat_volume(bucket).await.is_err() {
+                    match drive.make_volume(bucket).await {
+                        Ok(()) | Err(DriveError::VolumeExists) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                let mut meta = match drive.read_all(bucket, &path, MAX_XL_META).await {
+                    Ok(b) => XlMeta::decode(&b)
+                        .map(XlMeta::into_owned)
+                        .unwrap_or_else(|_| XlMeta::new()),
+                    Err(_) => XlMeta::new(),
+                };
+                let _ = meta.remove_version(&vid);
+                meta.remove_inline_data(&vid);
+                let mut version = r.version.clone();
+                if let Some((ov, tmp_id, inline_recs)) = data {
+                    let idx = i64::from(ov.erasure_dist.get(d).copied().unwrap_or(0));
+                    if let Some(o) = version.as_object_mut() {
+                        o.erasure_index = idx;
+                    }
+                    if ov.inline_data() {
+                        let rec = inline_recs[d].clone().unwrap_or_default();
+                        meta.set_inline_data(&vid, rec);
+                    } else {
+                        let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
+                        let dst = format!("{dir}/{data_dir}");
+                        let _ = drive.delete(bucket, &dst, true).await;
+                        if !ov.part_numbers.is_empty() && ov.size > 0 {
+                            drive
+                                .rename(TMP_VOLUME, &format!("{tmp_id}/{data_dir}"), bucket, &dst)
+                                .await?;
+                        }
+                    }
+                }
+                meta.add_version(version)?;
+                drive.write_all(bucket, &path, meta.encode()?).await?;
+                Ok(())
+            }
+            .await;
+            match res {
                 Ok(()) => healed.push(d),
-                Err(e) => tracing::warn!(drive = %drive.label(), "heal of {bucket}/{key}: {e}"),
+                Err(e) => tracing::warn!(drive = %drive.label(), "heal of {bucket}/{dir}: {e}"),
             }
         }
         Ok(HealResult {
             healed_drives: healed,
         })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn heal_drive_version(
-        &self,
-        drive: &dyn Drive,
-        bucket: &str,
-        dir: &str,
-        r: &Resolved,
-        d: usize,
-        ov: Option<&ObjectVersion<'static>>,
-        rebuilt: Option<&Vec<Vec<Vec<u8>>>>,
-    ) -> Result<()> {
-        let path = format!("{dir}/{XL_META}");
-        let mut meta = match drive.read_all(bucket, &path, MAX_XL_META).await {
-            Ok(b) => XlMeta::decode(&b)
-                .map(XlMeta::into_owned)
-                .unwrap_or_else(|_| XlMeta::new()),
-            Err(_) => XlMeta::new(),
-        };
-        if drive.stat_volume(bucket).await.is_err() {
-            let _ = drive.make_volume(bucket).await;
-        }
-        let vid = r.version.version_id();
-        let _ = meta.remove_version(&vid);
-        meta.remove_inline_data(&vid);
-        let mut version = r.version.clone();
-        if let (Some(ov), Some(parts)) = (ov, rebuilt) {
-            let idx = usize::from(ov.erasure_dist.get(d).copied().unwrap_or(0));
-            if idx == 0 {
-                return Err(Error::Internal("drive not in the distribution".into()));
-            }
-            if let Some(o) = version.as_object_mut() {
-                o.erasure_index = idx as i64;
-            }
-            if ov.inline_data() {
-                let rec = parts
-                    .first()
-                    .map(|p| p[idx - 1].clone())
-                    .unwrap_or_default();
-                meta.set_inline_data(&vid, rec);
-            } else {
-                let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
-                let tmp_id = Uuid::new_v4().to_string();
-                for (pn, streams) in ov.part_numbers.iter().zip(parts) {
-                    let rec = &streams[idx - 1];
-                    let tpath = format!("{tmp_id}/{data_dir}/part.{pn}");
-                    let mut w = drive
-                        .create_file(TMP_VOLUME, &tpath, Some(rec.len() as u64))
-                        .await?;
-                    let mut buf = AlignedBuf::with_capacity(rec.len().max(1))?;
-                    buf.extend_from_slice(rec);
-                    w.write(buf).await?;
-                    w.finish().await?;
-                }
-                let dst = format!("{dir}/{data_dir}");
-                let _ = drive.delete(bucket, &dst, true).await;
-                drive
-                    .rename(TMP_VOLUME, &format!("{tmp_id}/{data_dir}"), bucket, &dst)
-                    .await?;
-                let _ = drive.delete(TMP_VOLUME, &tmp_id, true).await;
-            }
-        }
-        meta.add_version(version)?;
-        drive.write_all(bucket, &path, meta.encode()?).await?;
-        Ok(())
     }
 
     /// Makes sure the meta volumes exist on every reachable drive.
