@@ -1029,3 +1029,80 @@ async fn concurrent_puts_leave_one_complete_version() {
         .unwrap();
     assert_eq!(vers.versions.len(), 1);
 }
+
+/// A replaced drive (its directory emptied and re-formatted at start) is
+/// healed by the background scanner, which keeps to its rate; reads that
+/// meet damage queue the object for healing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scanner_heals_a_replaced_drive_at_a_bounded_rate() {
+    use object::layer::ScanOptions;
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let objs: Vec<(String, Vec<u8>)> = (0..12)
+        .map(|i| (format!("s/{i}"), data(i * 150_000, 50 + i as u64)))
+        .collect();
+    {
+        let l = open(&ds).await;
+        l.make_bucket("scan").await.unwrap();
+        for (k, b) in &objs {
+            put(&l, "scan", k, b).await;
+        }
+    }
+    // Replace drive 2 with an empty one.
+    std::fs::remove_dir_all(&ds[2]).unwrap();
+    let l = Arc::new(open(&ds).await);
+    let rate = 40;
+    let started = Instant::now();
+    let scanner = l.spawn_scanner(ScanOptions {
+        versions_per_sec: Some(rate),
+        interval: Duration::from_secs(3600),
+    });
+    while scanner.progress().cycles == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "scan did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took = started.elapsed();
+    let p = scanner.progress();
+    assert_eq!(p.checked, objs.len() as u64, "{p:?}");
+    assert_eq!(p.healed, objs.len() as u64, "{p:?}");
+    assert_eq!(p.errors, 0);
+    // The pacing is a lower bound on the time a pass takes.
+    let min = Duration::from_secs_f64((objs.len() - 1) as f64 / f64::from(rate));
+    assert!(
+        took >= min,
+        "scanned {} versions in {took:?}, faster than {rate}/s",
+        p.checked
+    );
+    // Every shard of drive 2 is back: lose two others, read everything.
+    wipe_bucket(&ds[0], "scan");
+    wipe_bucket(&ds[3], "scan");
+    for (k, b) in &objs {
+        assert_eq!(&get(&l, "scan", k).await.unwrap(), b, "{k}");
+    }
+    // Those reads met missing shards and queued the objects; the scanner
+    // heals them from the queue.
+    let healed_before = p.healed;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while scanner.progress().healed < healed_before + objs.len() as u64 {
+        assert!(
+            Instant::now() < deadline,
+            "queued heals: {:?}",
+            scanner.progress()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(scanner);
+    wipe_bucket(&ds[1], "scan");
+    wipe_bucket(&ds[2], "scan");
+    for (k, b) in &objs {
+        assert_eq!(
+            &get(&l, "scan", k).await.unwrap(),
+            b,
+            "{k} after queued heals"
+        );
+    }
+}

@@ -78,7 +78,17 @@ pub struct ObjectLayer {
     locker: Arc<dyn Locker>,
     /// Bucket name -> versioning enabled, for buckets seen so far.
     versioning: Mutex<HashMap<String, bool>>,
+    /// Objects a read found damaged, waiting for the scanner (bounded: when
+    /// full, the next full pass finds them anyway).
+    heal_tx: tokio::sync::mpsc::Sender<HealItem>,
+    heal_rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<HealItem>>,
 }
+
+/// An object version queued for healing.
+type HealItem = (String, String, Option<VersionSel>);
+
+/// Length of the heal queue.
+const HEAL_QUEUE: usize = 10_000;
 
 impl ObjectLayer {
     /// Opens (formatting on first use) local directories as one pool; the
@@ -199,11 +209,14 @@ impl ObjectLayer {
             }
             sets.push(set);
         }
+        let (heal_tx, heal_rx) = tokio::sync::mpsc::channel(HEAL_QUEUE);
         Ok(ObjectLayer {
             sets,
             deployment_id,
             locker: Arc::new(LocalLocker::new()),
             versioning: Mutex::new(HashMap::new()),
+            heal_tx,
+            heal_rx: tokio::sync::Mutex::new(heal_rx),
         })
     }
 
@@ -520,11 +533,26 @@ impl ObjectLayer {
     ) -> Result<(ObjectInfo, ReadReport)> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
-        let _g = self
-            .locker
-            .read(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
-            .await?;
-        self.set_for(key).get(bucket, key, opts, out).await
+        let res = {
+            let _g = self
+                .locker
+                .read(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
+                .await?;
+            self.set_for(key).get(bucket, key, opts, out).await?
+        };
+        if !res.1.bad_drives.is_empty() {
+            // Best effort: a full queue is caught up by the next full pass.
+            let version = Some(res.0.version_id.map_or(VersionSel::Null, VersionSel::Id));
+            let _ = self
+                .heal_tx
+                .try_send((bucket.to_owned(), key.to_owned(), version));
+        }
+        Ok(res)
+    }
+
+    /// Objects waiting in the heal queue.
+    pub fn heal_queue_len(&self) -> usize {
+        HEAL_QUEUE - self.heal_tx.capacity()
     }
 
     /// HEAD of an object.
@@ -643,4 +671,183 @@ impl ObjectLayer {
 fn versioning_enabled(xml: &[u8]) -> bool {
     let s = String::from_utf8_lossy(xml);
     s.contains("<Status>Enabled</Status>")
+}
+
+/// Options of the background scanner.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// Most object versions checked per second (`None`: as fast as the
+    /// drives allow). Bounds the scanner's share of the drives.
+    pub versions_per_sec: Option<u32>,
+    /// Pause between two full passes.
+    pub interval: Duration,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            versions_per_sec: Some(100),
+            interval: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What the scanner has done so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanProgress {
+    /// Full passes completed.
+    pub cycles: u64,
+    /// Object versions checked (in all passes, and from the heal queue).
+    pub checked: u64,
+    /// Object versions that needed and got healing.
+    pub healed: u64,
+    /// Versions whose check or heal failed.
+    pub errors: u64,
+    /// The bucket/key of the current pass's position.
+    pub position: Option<String>,
+}
+
+/// A running background scanner; stopped when dropped.
+#[derive(Debug)]
+pub struct ScannerHandle {
+    progress: Arc<Mutex<ScanProgress>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScannerHandle {
+    /// A snapshot of the scanner's progress.
+    pub fn progress(&self) -> ScanProgress {
+        self.progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for ScannerHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Paces work to at most `per_sec` items per second.
+struct Pacer {
+    per_sec: Option<u32>,
+    started: tokio::time::Instant,
+    done: u64,
+}
+
+impl Pacer {
+    fn new(per_sec: Option<u32>) -> Self {
+        Pacer {
+            per_sec: per_sec.filter(|r| *r > 0),
+            started: tokio::time::Instant::now(),
+            done: 0,
+        }
+    }
+
+    async fn tick(&mut self) {
+        self.done += 1;
+        if let Some(r) = self.per_sec {
+            let due = self.started + Duration::from_secs_f64(self.done as f64 / f64::from(r));
+            tokio::time::sleep_until(due).await;
+        }
+    }
+}
+
+impl ObjectLayer {
+    /// Checks (and heals where needed) every version of every object once,
+    /// at most `opts.versions_per_sec`, updating `progress` as it goes.
+    pub async fn scan_once(
+        &self,
+        opts: &ScanOptions,
+        progress: &Mutex<ScanProgress>,
+    ) -> Result<()> {
+        let mut pacer = Pacer::new(opts.versions_per_sec);
+        let update = |f: &dyn Fn(&mut ScanProgress)| {
+            f(&mut progress.lock().unwrap_or_else(|p| p.into_inner()));
+        };
+        for bucket in self.list_buckets().await? {
+            let mut marker: Option<String> = None;
+            let mut vmarker: Option<String> = None;
+            loop {
+                let page = self
+                    .list_object_versions(
+                        &bucket.name,
+                        &ListOptions {
+                            marker: marker.clone(),
+                            max_keys: 1000,
+                            ..Default::default()
+                        },
+                        vmarker.as_deref(),
+                    )
+                    .await?;
+                for v in &page.versions {
+                    let sel = v.version_id.map_or(VersionSel::Null, VersionSel::Id);
+                    let r = self.heal_object(&bucket.name, &v.key, Some(sel)).await;
+                    update(&|p| {
+                        p.checked += 1;
+                        p.position = Some(format!("{}/{}", bucket.name, v.key));
+                        match &r {
+                            Ok(h) if !h.healed_drives.is_empty() => p.healed += 1,
+                            Ok(_) => {}
+                            Err(_) => p.errors += 1,
+                        }
+                    });
+                    pacer.tick().await;
+                }
+                if !page.is_truncated {
+                    break;
+                }
+                marker = page.next_key_marker;
+                vmarker = page.next_version_marker;
+            }
+        }
+        update(&|p| {
+            p.cycles += 1;
+            p.position = None;
+        });
+        Ok(())
+    }
+
+    /// Starts the background scanner: a full pass every `opts.interval`,
+    /// and in between the objects queued for healing by reads that met a
+    /// missing or corrupt shard.
+    pub fn spawn_scanner(self: &Arc<Self>, opts: ScanOptions) -> ScannerHandle {
+        let progress = Arc::new(Mutex::new(ScanProgress::default()));
+        let (layer, prog) = (self.clone(), progress.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                if let Err(e) = layer.scan_once(&opts, &prog).await {
+                    tracing::warn!("scanner pass: {e}");
+                }
+                let deadline = tokio::time::Instant::now() + opts.interval;
+                let mut pacer = Pacer::new(opts.versions_per_sec);
+                loop {
+                    let next = {
+                        let mut rx = layer.heal_rx.lock().await;
+                        tokio::select! {
+                            item = rx.recv() => item,
+                            _ = tokio::time::sleep_until(deadline) => None,
+                        }
+                    };
+                    let Some((bucket, key, version)) = next else {
+                        break;
+                    };
+                    let r = layer.heal_object(&bucket, &key, version).await;
+                    {
+                        let mut p = prog.lock().unwrap_or_else(|p| p.into_inner());
+                        p.checked += 1;
+                        match r {
+                            Ok(h) if !h.healed_drives.is_empty() => p.healed += 1,
+                            Ok(_) => {}
+                            Err(_) => p.errors += 1,
+                        }
+                    }
+                    pacer.tick().await;
+                }
+            }
+        });
+        ScannerHandle { progress, task }
+    }
 }
