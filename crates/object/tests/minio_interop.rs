@@ -244,6 +244,12 @@ fn fixtures() -> Vec<Fixture> {
     ]
 }
 
+const MULTI_KEY: &str = "multi/part.bin";
+
+fn multipart_parts() -> Vec<Vec<u8>> {
+    vec![data((5 << 20) + 1, 21), data(5 << 20, 22), data(777, 23)]
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -256,6 +262,7 @@ fn tessera_writes_minio_reads(n: usize) {
     let work = tempfile::tempdir().unwrap();
     let drives: Vec<PathBuf> = (1..=n).map(|i| work.path().join(format!("d{i}"))).collect();
     let fx = fixtures();
+    let multi_etag = std::sync::Mutex::new(String::new());
     rt().block_on(async {
         let l = ObjectLayer::open_dirs(&drives, LayerOptions::default())
             .await
@@ -272,6 +279,32 @@ fn tessera_writes_minio_reads(n: usize) {
                 .await
                 .unwrap();
         }
+        // A multipart object: 5 MiB + 1, 5 MiB, 777 bytes.
+        let id = l
+            .create_multipart_upload("interop", MULTI_KEY, &PutOptions::default())
+            .await
+            .unwrap();
+        let mut parts = Vec::new();
+        for (i, p) in multipart_parts().iter().enumerate() {
+            let n = i as i64 + 1;
+            let up = l
+                .upload_part(
+                    "interop",
+                    MULTI_KEY,
+                    &id,
+                    n,
+                    &mut &p[..],
+                    Some(p.len() as u64),
+                )
+                .await
+                .unwrap();
+            parts.push((n, up.etag));
+        }
+        let info = l
+            .complete_multipart_upload("interop", MULTI_KEY, &id, &parts)
+            .await
+            .unwrap();
+        *multi_etag.lock().unwrap() = info.etag;
     });
     let minio = Minio::start(&drives, work.path());
     // Listing.
@@ -283,8 +316,26 @@ fn tessera_writes_minio_reads(n: usize) {
         .collect();
     listed.sort();
     let mut want: Vec<String> = fx.iter().map(|f| f.0.clone()).collect();
+    want.push(MULTI_KEY.to_string());
     want.sort();
     assert_eq!(listed, want, "MinIO lists what Tessera wrote ({n} drives)");
+    let whole = multipart_parts().concat();
+    assert!(
+        minio.mc(&["cat", &format!("t/interop/{MULTI_KEY}")]) == whole,
+        "multipart object: MinIO returned different bytes ({n} drives)"
+    );
+    let stat: serde_json::Value =
+        serde_json::from_slice(&minio.mc(&["stat", "--json", &format!("t/interop/{MULTI_KEY}")]))
+            .unwrap();
+    assert_eq!(
+        json_field(&stat, &["etag"]).and_then(|v| v.as_str()),
+        Some(multi_etag.lock().unwrap().as_str()),
+        "multipart etag: {stat}"
+    );
+    assert_eq!(
+        json_field(&stat, &["size"]).and_then(|v| v.as_u64()),
+        Some(whole.len() as u64)
+    );
     for (key, body, ct, meta) in &fx {
         let got = minio.mc(&["cat", &format!("t/interop/{key}")]);
         assert!(

@@ -116,6 +116,26 @@ pub enum Error {
         /// Shards needed.
         needed: usize,
     },
+    /// S3 `NoSuchUpload`.
+    #[error("upload {0:?} does not exist")]
+    NoSuchUpload(String),
+    /// S3 `InvalidArgument`: part numbers run from 1 to 10000.
+    #[error("part number {0} is outside 1..=10000")]
+    InvalidPartNumber(i64),
+    /// S3 `InvalidPart`: a listed part was not uploaded, or its ETag differs.
+    #[error("invalid part: {0}")]
+    InvalidPart(String),
+    /// S3 `InvalidPartOrder`: part numbers must ascend.
+    #[error("parts are not in ascending order")]
+    InvalidPartOrder,
+    /// S3 `EntityTooSmall`: a part other than the last is under 5 MiB.
+    #[error("part {part} has {size} bytes; parts before the last need at least 5 MiB")]
+    EntityTooSmall {
+        /// Part number.
+        part: i64,
+        /// Its size.
+        size: u64,
+    },
     /// A lock could not be taken in time (S3 503 `SlowDown`).
     #[error("timed out waiting for the lock on {0}")]
     LockTimeout(String),
@@ -144,7 +164,10 @@ impl Error {
     pub fn is_not_found(&self) -> bool {
         matches!(
             self,
-            Error::NoSuchKey { .. } | Error::NoSuchVersion { .. } | Error::NoSuchBucket(_)
+            Error::NoSuchKey { .. }
+                | Error::NoSuchVersion { .. }
+                | Error::NoSuchBucket(_)
+                | Error::NoSuchUpload(_)
         )
     }
 }

@@ -32,6 +32,7 @@
 pub mod error;
 pub mod list;
 pub mod lock;
+pub mod multipart;
 pub mod names;
 pub mod set;
 pub mod types;
@@ -49,6 +50,7 @@ use uuid::Uuid;
 pub use error::{Error, Result};
 pub use list::{ListOptions, ListResult, ListVersionsResult, ListedObject};
 pub use lock::{LocalLocker, LockGuard, Locker};
+pub use multipart::{UploadInfo, UploadedPart};
 pub use set::ErasureSet;
 pub use types::*;
 
@@ -632,6 +634,116 @@ impl ObjectLayer {
         let (r, w) = tokio::join!(reader, writer);
         r?;
         w
+    }
+
+    // ---- multipart uploads ------------------------------------------------
+
+    /// Starts a multipart upload; returns its id.
+    pub async fn create_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        opts: &PutOptions,
+    ) -> Result<String> {
+        names::check_key(key)?;
+        self.check_bucket_exists(bucket).await?;
+        self.set_for(key)
+            .create_multipart(bucket, key, opts, self.deployment_id)
+            .await
+    }
+
+    /// Uploads one part (numbers 1..=10000; a part uploaded again replaces
+    /// the earlier one).
+    pub async fn upload_part<R: AsyncRead + Unpin + Send>(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        number: i64,
+        body: &mut R,
+        size: Option<u64>,
+    ) -> Result<UploadedPart> {
+        names::check_key(key)?;
+        self.check_bucket_exists(bucket).await?;
+        let _g = self
+            .locker
+            .read(&format!("{bucket}/{key}/{upload_id}"), LOCK_TIMEOUT)
+            .await?;
+        self.set_for(key)
+            .upload_part(bucket, key, upload_id, number, body, size)
+            .await
+    }
+
+    /// The parts of an upload, by number.
+    pub async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<Vec<UploadedPart>> {
+        names::check_key(key)?;
+        self.check_bucket_exists(bucket).await?;
+        self.set_for(key).list_parts(bucket, key, upload_id).await
+    }
+
+    /// Completes an upload from `(part number, ETag)` pairs in ascending
+    /// order. The object's ETag is `hex(md5(part md5s))-N`.
+    pub async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: &[(i64, String)],
+    ) -> Result<ObjectInfo> {
+        names::check_key(key)?;
+        self.check_bucket_exists(bucket).await?;
+        let versioned = self.bucket_versioning(bucket).await?;
+        // No part uploads may land while completing, and the object is
+        // replaced under its lock.
+        let _u = self
+            .locker
+            .write(&format!("{bucket}/{key}/{upload_id}"), LOCK_TIMEOUT)
+            .await?;
+        let _g = self
+            .locker
+            .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
+            .await?;
+        self.set_for(key)
+            .complete_multipart(bucket, key, upload_id, parts, versioned)
+            .await
+    }
+
+    /// Aborts an upload, removing its parts.
+    pub async fn abort_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<()> {
+        names::check_key(key)?;
+        self.check_bucket_exists(bucket).await?;
+        let _u = self
+            .locker
+            .write(&format!("{bucket}/{key}/{upload_id}"), LOCK_TIMEOUT)
+            .await?;
+        self.set_for(key)
+            .abort_multipart(bucket, key, upload_id)
+            .await
+    }
+
+    /// Uploads in progress whose key starts with `prefix`.
+    pub async fn list_multipart_uploads(
+        &self,
+        bucket: &str,
+        prefix: &str,
+    ) -> Result<Vec<UploadInfo>> {
+        self.check_bucket_exists(bucket).await?;
+        let mut all = Vec::new();
+        for set in &self.sets {
+            all.extend(set.list_uploads(bucket, prefix).await?);
+        }
+        all.sort_by(|a, b| (&a.key, a.initiated_nanos).cmp(&(&b.key, b.initiated_nanos)));
+        Ok(all)
     }
 
     /// Heals one object version: rewrites missing or corrupt shards and

@@ -51,7 +51,7 @@ pub const MAX_XL_META: u64 = 32 << 20;
 /// Shard blocks queued per drive writer (back-pressure).
 const WRITE_QUEUE: usize = 4;
 /// The `v` field: the writer's release, as a Unix time.
-const WRITTEN_BY: u64 = 0;
+pub(crate) const WRITTEN_BY: u64 = 0;
 /// Name of the metadata file of an object.
 pub const XL_META: &str = "xl.meta";
 /// Total metadata bytes (keys and values) accepted on a PUT (S3: 2 KiB of
@@ -90,10 +90,10 @@ pub(crate) struct Resolved {
 /// A set of drives that hold objects together.
 #[derive(Debug)]
 pub struct ErasureSet {
-    drives: Vec<Arc<dyn Drive>>,
+    pub(crate) drives: Vec<Arc<dyn Drive>>,
     default_parity: usize,
     coders: Mutex<HashMap<(usize, usize), ReedSolomon>>,
-    bitrot: Bitrot,
+    pub(crate) bitrot: Bitrot,
 }
 
 /// What reading the metadata of one object on every drive gave.
@@ -133,7 +133,7 @@ impl ErasureSet {
         self.default_parity
     }
 
-    fn coder(&self, k: usize, m: usize) -> Result<ReedSolomon> {
+    pub(crate) fn coder(&self, k: usize, m: usize) -> Result<ReedSolomon> {
         let mut c = self.coders.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(rs) = c.get(&(k, m)) {
             return Ok(rs.clone());
@@ -388,7 +388,7 @@ impl ErasureSet {
         let mut first = vec![0u8; BLOCK_SIZE];
         let got = read_full(body, &mut first).await?;
         first.truncate(got);
-        let mut total = got as u64;
+        let total = got as u64;
         let mut ended = got < BLOCK_SIZE;
         let mut next = Vec::new();
         if !ended {
@@ -437,14 +437,64 @@ impl ErasureSet {
         let tmp_id = Uuid::new_v4().to_string();
         let data_dir_s = Uuid::from_bytes(data_dir).to_string();
         let tmp_part = format!("{tmp_id}/{data_dir_s}/part.1");
-        let expected = opts.size.and_then(|s| {
+        let (total, etag, failed) = self
+            .stream_to_tmp(
+                &rs,
+                (k, m),
+                &distribution,
+                body,
+                (first, next, ended, total),
+                md5,
+                opts.size,
+                (&tmp_id, &tmp_part),
+                quorum,
+            )
+            .await?;
+        let ov = new_version(version_id, data_dir, total, erasure, opts, &etag);
+        let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
+        let r = self
+            .commit(
+                bucket,
+                &dir,
+                ov,
+                None,
+                Some((TMP_VOLUME, &tmp_id, &failed)),
+                quorum,
+            )
+            .await;
+        self.remove_tmp(&tmp_id).await;
+        r?;
+        Ok(info)
+    }
+
+    /// Streams a body, from its first blocks already read (`first`, the
+    /// look-ahead `next`, whether the body `ended`, bytes so far), through
+    /// the erasure coder to `tmp_part` in the temp area of every drive, one
+    /// writer task per drive fed by a bounded channel. Returns the size, the
+    /// hex MD5 and the drives that failed; fails (leaving nothing) below
+    /// the write quorum.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn stream_to_tmp<R: AsyncRead + Unpin + Send>(
+        &self,
+        rs: &ReedSolomon,
+        (k, m): (usize, usize),
+        distribution: &[usize],
+        body: &mut R,
+        (first, mut next, mut ended, mut total): (Vec<u8>, Vec<u8>, bool, u64),
+        mut md5: Md5,
+        size: Option<u64>,
+        (tmp_id, tmp_part): (&str, &str),
+        quorum: usize,
+    ) -> Result<(u64, String, Vec<bool>)> {
+        let n = self.drives.len();
+        let expected = size.and_then(|s| {
             bitrot::shard_file_size(shard_data_len(s, k), (BLOCK_SIZE as u64).div_ceil(k as u64))
         });
         let mut senders: Vec<Option<mpsc::Sender<AlignedBuf>>> = Vec::with_capacity(n);
         let mut tasks = JoinSet::new();
         for (d, drive) in self.drives.iter().enumerate() {
             let (tx, mut rx) = mpsc::channel::<AlignedBuf>(WRITE_QUEUE);
-            let (drive, path) = (drive.clone(), tmp_part.clone());
+            let (drive, path) = (drive.clone(), tmp_part.to_owned());
             tasks.spawn(async move {
                 let r: std::result::Result<u64, DriveError> = async {
                     let mut w = drive.create_file(TMP_VOLUME, &path, expected).await?;
@@ -478,7 +528,7 @@ impl ErasureSet {
                 if alive < quorum {
                     drop(senders);
                     tasks.abort_all();
-                    self.remove_tmp(&tmp_id).await;
+                    self.remove_tmp(tmp_id).await;
                     return Err(Error::WriteQuorum {
                         ok: alive,
                         needed: quorum,
@@ -490,11 +540,11 @@ impl ErasureSet {
             }
             cur = std::mem::take(&mut next);
             total += cur.len() as u64;
-            if total > MAX_OBJECT_SIZE || opts.size.is_some_and(|s| total > s) {
+            if total > MAX_OBJECT_SIZE || size.is_some_and(|s| total > s) {
                 drop(senders);
                 tasks.abort_all();
-                self.remove_tmp(&tmp_id).await;
-                return Err(match opts.size {
+                self.remove_tmp(tmp_id).await;
+                return Err(match size {
                     Some(s) if s < MAX_OBJECT_SIZE => Error::IncompleteBody {
                         expected: s,
                         got: total,
@@ -514,7 +564,7 @@ impl ErasureSet {
                     Err(e) => {
                         drop(senders);
                         tasks.abort_all();
-                        self.remove_tmp(&tmp_id).await;
+                        self.remove_tmp(tmp_id).await;
                         return Err(e);
                     }
                 };
@@ -525,9 +575,9 @@ impl ErasureSet {
             }
         }
         drop(senders);
-        if let Err(e) = check_size(opts, total) {
+        if let Err(e) = check_size_of(size, total) {
             tasks.abort_all();
-            self.remove_tmp(&tmp_id).await;
+            self.remove_tmp(tmp_id).await;
             return Err(e);
         }
         while let Some(r) = tasks.join_next().await {
@@ -542,24 +592,16 @@ impl ErasureSet {
         }
         let ok = failed.iter().filter(|f| !**f).count();
         if ok < quorum {
-            self.remove_tmp(&tmp_id).await;
+            self.remove_tmp(tmp_id).await;
             return Err(Error::WriteQuorum { ok, needed: quorum });
         }
-        let etag = hex::encode(md5.finalize());
-        let ov = new_version(version_id, data_dir, total, erasure, opts, &etag);
-        let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
-        let r = self
-            .commit(bucket, &dir, ov, None, Some((&tmp_id, &failed)), quorum)
-            .await;
-        self.remove_tmp(&tmp_id).await;
-        r?;
-        Ok(info)
+        Ok((total, hex::encode(md5.finalize()), failed))
     }
 
     /// Splits `block` into `k` data shards of `ceil(len / k)` bytes (the last
     /// zero-padded), computes `m` parity shards, and returns the `k + m`
     /// bitrot records `[hash][shard]`.
-    fn encode_block(
+    pub(crate) fn encode_block(
         &self,
         rs: &ReedSolomon,
         block: &[u8],
@@ -591,20 +633,20 @@ impl ErasureSet {
     /// data directory into place (streamed objects) and rewrites `xl.meta`
     /// with the version added. Needs `quorum` successes; otherwise undoes
     /// what it did and fails.
-    async fn commit(
+    pub(crate) async fn commit(
         &self,
         bucket: &str,
         dir: &str,
         ov: ObjectVersion<'static>,
         inline: Option<Vec<Vec<u8>>>,
-        tmp: Option<(&str, &[bool])>,
+        tmp: Option<(&'static str, &str, &[bool])>,
         quorum: usize,
     ) -> Result<()> {
         let n = self.drives.len();
         let data_dir_s = Uuid::from_bytes(ov.data_dir).to_string();
         let mut set = JoinSet::new();
         for d in 0..n {
-            if tmp.is_some_and(|(_, failed)| failed[d]) {
+            if tmp.is_some_and(|(_, _, failed)| failed[d]) {
                 continue;
             }
             let drive = self.drives[d].clone();
@@ -612,7 +654,7 @@ impl ErasureSet {
             let mut ov = ov.clone();
             ov.erasure_index = i64::from(ov.erasure_dist[d]);
             let shard = inline.as_ref().map(|s| s[d].clone());
-            let tmp_src = tmp.map(|(id, _)| format!("{id}/{data_dir_s}"));
+            let tmp_src = tmp.map(|(vol, id, _)| (vol, format!("{id}/{data_dir_s}")));
             let dst = format!("{dir}/{data_dir_s}");
             set.spawn(async move {
                 let r = commit_one(&*drive, &bucket, &dir, ov, shard, tmp_src, &dst).await;
@@ -664,7 +706,7 @@ impl ErasureSet {
         })
     }
 
-    async fn remove_tmp(&self, tmp_id: &str) {
+    pub(crate) async fn remove_tmp(&self, tmp_id: &str) {
         for d in &self.drives {
             let _ = d.delete(TMP_VOLUME, tmp_id, true).await;
         }
@@ -1435,13 +1477,13 @@ fn inline_record(
     frame.open(b, rec).ok().map(<[u8]>::to_vec)
 }
 
-async fn commit_one(
+pub(crate) async fn commit_one(
     drive: &dyn Drive,
     bucket: &str,
     dir: &str,
     ov: ObjectVersion<'static>,
     shard: Option<Vec<u8>>,
-    tmp_src: Option<String>,
+    tmp_src: Option<(&'static str, String)>,
     dst: &str,
 ) -> Result<(Option<Vec<u8>>, Option<String>)> {
     let path = format!("{dir}/{XL_META}");
@@ -1459,8 +1501,8 @@ async fn commit_one(
         meta.set_inline_data(&vid, s);
     }
     let replaced = meta.add_version(Version::object(ov, WRITTEN_BY))?;
-    if let Some(src) = tmp_src {
-        drive.rename(TMP_VOLUME, &src, bucket, dst).await?;
+    if let Some((vol, src)) = tmp_src {
+        drive.rename(vol, &src, bucket, dst).await?;
     }
     drive.write_all(bucket, &path, meta.encode()?).await?;
     // The version replaced (an overwritten null version): its data dir is
@@ -1511,7 +1553,7 @@ async fn write_shards<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> Result<usize> {
+pub(crate) async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         let n = r.read(&mut buf[got..]).await.map_err(Error::Body)?;
@@ -1524,7 +1566,11 @@ async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> Result<us
 }
 
 fn check_size(opts: &PutOptions, total: u64) -> Result<()> {
-    match opts.size {
+    check_size_of(opts.size, total)
+}
+
+fn check_size_of(size: Option<u64>, total: u64) -> Result<()> {
+    match size {
         Some(s) if s != total => Err(Error::IncompleteBody {
             expected: s,
             got: total,
@@ -1533,7 +1579,7 @@ fn check_size(opts: &PutOptions, total: u64) -> Result<()> {
     }
 }
 
-fn check_metadata(opts: &PutOptions) -> Result<()> {
+pub(crate) fn check_metadata(opts: &PutOptions) -> Result<()> {
     let mut total = 0;
     for (k, v) in &opts.metadata {
         total += k.len() + v.len();
@@ -1556,7 +1602,7 @@ fn check_metadata(opts: &PutOptions) -> Result<()> {
     Ok(())
 }
 
-fn new_version(
+pub(crate) fn new_version(
     version_id: [u8; 16],
     data_dir: [u8; 16],
     size: u64,
