@@ -74,6 +74,10 @@ pub(crate) fn shard_data_len(size: u64, k: usize) -> u64 {
     (size / b) * shard + (size % b).div_ceil(k as u64)
 }
 
+/// What a heal writes besides metadata: the version, the temp directory of
+/// rebuilt shard files, and rebuilt inline records per drive.
+type HealData<'a> = (&'a ObjectVersion<'static>, &'a str, &'a [Option<Vec<u8>>]);
+
 /// An object version agreed by a read quorum of drives.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
@@ -513,7 +517,7 @@ impl ErasureSet {
         loop {
             md5.update(&cur);
             if !cur.is_empty() {
-                let records = self.encode_block(&rs, &cur, k, m)?;
+                let records = self.encode_block(rs, &cur, k, m)?;
                 for (d, &s) in distribution.iter().enumerate() {
                     let Some(tx) = &senders[d] else { continue };
                     let rec = &records[s - 1];
@@ -1201,6 +1205,7 @@ impl ErasureSet {
             .collect();
 
         // Pass 1: verify every record of every agreeing drive.
+        #[allow(clippy::needless_range_loop)] // `need[d]` is set inside
         for d in 0..n {
             if need[d] {
                 continue;
@@ -1265,6 +1270,7 @@ impl ErasureSet {
             let frame = frames(psize)?;
             let path = format!("{dir}/{data_dir}/part.{pn}");
             let mut writers: Vec<Option<Box<dyn drive::ShardWriter>>> = Vec::with_capacity(n);
+            #[allow(clippy::needless_range_loop)] // `failed[d]` is set inside
             for d in 0..n {
                 let w = if !inline && targets.contains(&d) && !failed[d] {
                     let tpath = format!("{tmp_id}/{data_dir}/part.{pn}");
@@ -1385,7 +1391,7 @@ impl ErasureSet {
         dir: &str,
         r: &Resolved,
         need: &[bool],
-        data: Option<(&ObjectVersion<'static>, &str, &[Option<Vec<u8>>])>,
+        data: Option<HealData<'_>>,
     ) -> Result<HealResult> {
         let vid = r.version.version_id();
         let path = format!("{dir}/{XL_META}");
