@@ -15,9 +15,12 @@
 //! encoding choices as the Go `tinylib/msgp` generator MinIO uses (MinIO
 //! hashes some of these encodings, so equivalent is not enough).
 //!
-//! The object layer itself (put/get/list/heal over erasure sets, using the
-//! `ec-simd`, `bitrot`, `placement` and `drive` crates) comes next and will
-//! live in this crate.
+//! On them stands [`layer`], the erasure object layer: buckets and objects
+//! (PUT, ranged GET, HEAD, DELETE with versions and delete markers, copy,
+//! multipart uploads, listing, heal and a background scanner) over erasure
+//! sets of [`drive::Drive`]s, using `ec-simd` for Reed-Solomon, `bitrot` for
+//! the HighwayHash shard frames and `placement` for set choice and shard
+//! order. See [`layer`] for an example, and `examples/embed.rs`.
 
 pub mod bucketmeta;
 pub mod layer;

@@ -37,6 +37,37 @@ fn body_for(key: &str, generation: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Whether the crash writer's operation `generation` is a multipart upload.
+fn is_multipart(generation: u64) -> bool {
+    generation % 7 == 3
+}
+
+/// The parts of the multipart upload of (`key`, `generation`): 5 MiB, then
+/// a short last part.
+fn parts_for(key: &str, generation: u64) -> Vec<Vec<u8>> {
+    let mut x = generation.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1;
+    let first: Vec<u8> = (0..5 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 16) as u8
+        })
+        .collect();
+    let mut last = body_for(key, generation);
+    last.push(generation as u8);
+    vec![first, last]
+}
+
+/// The content the crash writer stores for (`key`, `generation`).
+fn content_for(key: &str, generation: u64) -> Vec<u8> {
+    if is_multipart(generation) {
+        parts_for(key, generation).concat()
+    } else {
+        body_for(key, generation)
+    }
+}
+
 fn dirs(root: &Path, n: usize) -> Vec<PathBuf> {
     (1..=n).map(|i| root.join(format!("d{i}"))).collect()
 }
@@ -49,7 +80,8 @@ async fn get(l: &ObjectLayer, b: &str, k: &str) -> Result<Vec<u8>, Error> {
 
 const CRASH_ENV: &str = "TESSERA_CRASH_WRITER_ROOT";
 
-/// The child side of the crash test: writes and deletes forever, printing
+/// The child side of the crash test: PUTs, multipart uploads and deletes
+/// forever, printing
 /// `ACK <op> <key> <generation>` after each acknowledged operation.
 fn crash_writer(root: &Path) {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -77,6 +109,28 @@ fn crash_writer(root: &Path) {
                     if generation % 5 == 0 {
                         if l.delete_object("crash", &key, None).await.is_ok() {
                             println!("ACK del {key} {generation}");
+                        }
+                    } else if is_multipart(generation) {
+                        println!("BEGIN mpu {key} {generation}");
+                        let r: Result<(), Error> = async {
+                            let id = l
+                                .create_multipart_upload("crash", &key, &PutOptions::default())
+                                .await?;
+                            let mut done = Vec::new();
+                            for (i, p) in parts_for(&key, generation).iter().enumerate() {
+                                let n = i as i64 + 1;
+                                let up = l
+                                    .upload_part("crash", &key, &id, n, &mut &p[..], None)
+                                    .await?;
+                                done.push((n, up.etag));
+                            }
+                            l.complete_multipart_upload("crash", &key, &id, &done)
+                                .await
+                                .map(|_| ())
+                        }
+                        .await;
+                        if r.is_ok() {
+                            println!("ACK mpu {key} {generation}");
                         }
                     } else {
                         let body = body_for(&key, generation);
@@ -110,6 +164,7 @@ fn kill_9_mid_storm_loses_no_acknowledged_write() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
+    let mut multipart_acks = 0;
     for round in 0..3 {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -134,19 +189,22 @@ fn kill_9_mid_storm_loses_no_acknowledged_write() {
             let line = line.unwrap();
             let parts: Vec<&str> = line.split_whitespace().collect();
             match parts.as_slice() {
-                ["BEGIN", "put", key, generation] => {
+                ["BEGIN", _, key, generation] => {
                     in_flight
                         .entry(key.to_string())
                         .or_default()
                         .push(generation.parse().unwrap());
                 }
                 ["ACK", op, key, generation] => {
+                    if *op == "mpu" {
+                        multipart_acks += 1;
+                    }
                     let generation: u64 = generation.parse().unwrap();
                     acked.insert(
                         key.to_string(),
-                        if *op == "put" { Some(generation) } else { None },
+                        if *op == "del" { None } else { Some(generation) },
                     );
-                    if *op == "put"
+                    if *op != "del"
                         && let Some(v) = in_flight.get_mut(*key)
                     {
                         v.retain(|g| *g != generation);
@@ -167,17 +225,20 @@ fn kill_9_mid_storm_loses_no_acknowledged_write() {
         for line in lines.map_while(Result::ok) {
             let parts: Vec<&str> = line.split_whitespace().collect();
             match parts.as_slice() {
-                ["BEGIN", "put", key, generation] => {
+                ["BEGIN", _, key, generation] => {
                     in_flight
                         .entry(key.to_string())
                         .or_default()
                         .push(generation.parse().unwrap());
                 }
                 ["ACK", op, key, generation] => {
+                    if *op == "mpu" {
+                        multipart_acks += 1;
+                    }
                     let generation: u64 = generation.parse().unwrap();
                     acked.insert(
                         key.to_string(),
-                        if *op == "put" { Some(generation) } else { None },
+                        if *op == "del" { None } else { Some(generation) },
                     );
                     if let Some(v) = in_flight.get_mut(*key) {
                         v.retain(|g| *g != generation);
@@ -199,11 +260,11 @@ fn kill_9_mid_storm_loses_no_acknowledged_write() {
                 // flight at the kill (complete, never a mixture).
                 let flying: Vec<Vec<u8>> = in_flight
                     .get(key)
-                    .map(|v| v.iter().map(|g| body_for(key, *g)).collect())
+                    .map(|v| v.iter().map(|g| content_for(key, *g)).collect())
                     .unwrap_or_default();
                 match (state, got) {
                     (Some(generation), Ok(bytes)) => assert!(
-                        bytes == body_for(key, *generation) || flying.contains(&bytes),
+                        bytes == content_for(key, *generation) || flying.contains(&bytes),
                         "round {round}: {key} does not hold its acknowledged content (generation {generation})"
                     ),
                     (None, Err(Error::NoSuchKey { .. })) => {}
@@ -235,6 +296,7 @@ fn kill_9_mid_storm_loses_no_acknowledged_write() {
             }
         });
     }
+    assert!(multipart_acks > 0, "the storm completed multipart uploads");
 }
 
 /// A drive that can be made to hang forever on every operation.
