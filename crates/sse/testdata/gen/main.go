@@ -1,17 +1,24 @@
 // Command gen writes dare.json: DARE 2.0 ciphertexts produced by
 // github.com/minio/sio (the library MinIO encrypts objects with), for fixed
 // keys and nonces, so that Tessera's own implementation can be checked
-// against it byte for byte.
+// against it byte for byte. With the argument "keys" it writes keys.json:
+// object keys, sealed keys, part keys and sealed ETags derived as MinIO's
+// internal/crypto package documents them (SHA-256 and HMAC-SHA-256 from
+// Go's standard library, sealing with sio), for fixed inputs.
 //
 //	cd crates/sse/testdata/gen && go run . > ../dare.json
+//	cd crates/sse/testdata/gen && go run . keys > ../keys.json
 package main
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"path"
 
 	"github.com/minio/sio"
 )
@@ -42,7 +49,92 @@ func plaintext(n int, seed uint64) []byte {
 	return out
 }
 
+type keyVector struct {
+	External  string `json:"external"`
+	Random    string `json:"random"`
+	IV        string `json:"iv"`
+	Nonce     string `json:"nonce"`
+	Cipher    string `json:"cipher"`
+	Domain    string `json:"domain"`
+	Bucket    string `json:"bucket"`
+	Object    string `json:"object"`
+	ObjectKey string `json:"object_key"`
+	SealedKey string `json:"sealed_key"`
+	PartKey7  string `json:"part_key_7"`
+	ETag      string `json:"etag"`
+	SealedTag string `json:"sealed_etag"`
+}
+
+func sealWith(key []byte, nonce [12]byte, suite byte, plain []byte) []byte {
+	var buf bytes.Buffer
+	cfg := sio.Config{MinVersion: sio.Version20, MaxVersion: sio.Version20, CipherSuites: []byte{suite}, Key: key, Nonce: &nonce}
+	if _, err := sio.Encrypt(&buf, bytes.NewReader(plain), cfg); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+func keys() {
+	var out []keyVector
+	cases := []struct{ domain, bucket, object string }{
+		{"SSE-C", "bucket", "object"},
+		{"SSE-S3", "photos", "2026/holiday.raw"},
+		{"SSE-KMS", "b", "a//b/./c/"},
+	}
+	for i, c := range cases {
+		var ext, random, iv [32]byte
+		var nonce [12]byte
+		for j := range ext {
+			ext[j] = byte(j + i)
+			random[j] = byte(255 - j - i)
+			iv[j] = byte(j*3 + i)
+		}
+		for j := range nonce {
+			nonce[j] = byte(0x11 * (j + 1 + i))
+		}
+		suite := byte(i % 2)
+		h := sha256.New()
+		h.Write(ext[:])
+		h.Write(random[:])
+		objectKey := h.Sum(nil)
+		mac := hmac.New(sha256.New, ext[:])
+		mac.Write(iv[:])
+		mac.Write([]byte(c.domain))
+		mac.Write([]byte("DAREv2-HMAC-SHA256"))
+		mac.Write([]byte(path.Join(c.bucket, c.object)))
+		sealed := sealWith(mac.Sum(nil), nonce, suite, objectKey)
+		var bin [4]byte
+		binary.LittleEndian.PutUint32(bin[:], 7)
+		pm := hmac.New(sha256.New, objectKey)
+		pm.Write(bin[:])
+		em := hmac.New(sha256.New, objectKey)
+		em.Write([]byte("SSE-etag"))
+		etag := []byte("d41d8cd98f00b204e9800998ecf8427e")
+		name := "AES-256-GCM"
+		if suite == 1 {
+			name = "CHACHA20-POLY1305"
+		}
+		out = append(out, keyVector{
+			External: hex.EncodeToString(ext[:]), Random: hex.EncodeToString(random[:]),
+			IV: hex.EncodeToString(iv[:]), Nonce: hex.EncodeToString(nonce[:]), Cipher: name,
+			Domain: c.domain, Bucket: c.bucket, Object: c.object,
+			ObjectKey: hex.EncodeToString(objectKey), SealedKey: hex.EncodeToString(sealed),
+			PartKey7: hex.EncodeToString(pm.Sum(nil)), ETag: string(etag),
+			SealedTag: hex.EncodeToString(sealWith(em.Sum(nil), nonce, suite, etag)),
+		})
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		panic(err)
+	}
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "keys" {
+		keys()
+		return
+	}
 	var vs []vector
 	suites := []struct {
 		name string
