@@ -8,12 +8,22 @@
 //
 //	cd crates/sse/testdata/gen && go run . > ../dare.json
 //	cd crates/sse/testdata/gen && go run . keys > ../keys.json
+//
+// With "kms" it writes kms.json: data keys sealed as MinIO's builtin KMS
+// (MINIO_KMS_SECRET_KEY) seals them (binary AES-256-GCM form, and the
+// legacy JSON envelope with AES-256-GCM and with ChaCha20-Poly1305 under
+// an HChaCha20 key), the context encoded with encoding/json.
+//
+//	cd crates/sse/testdata/gen && go run . kms > ../kms.json
 package main
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -21,6 +31,8 @@ import (
 	"path"
 
 	"github.com/minio/sio"
+	"golang.org/x/crypto/chacha20"
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
 type vector struct {
@@ -130,7 +142,73 @@ func keys() {
 	}
 }
 
+type kmsVector struct {
+	Config     string            `json:"config"`
+	Context    map[string]string `json:"context"`
+	Plaintext  string            `json:"plaintext"`
+	Ciphertext string            `json:"ciphertext"`
+	Form       string            `json:"form"`
+}
+
+func kmsVectors() {
+	master := make([]byte, 32)
+	for i := range master {
+		master[i] = byte(i*5 + 1)
+	}
+	config := "tessera-key:" + base64.StdEncoding.EncodeToString(master)
+	contexts := []map[string]string{
+		{"bucket": "bucket/object"},
+		{"photos": "photos/2026/a<b>&c.raw", "x": "y"},
+		{},
+	}
+	var out []kmsVector
+	for i, ctx := range contexts {
+		aad, err := json.Marshal(ctx)
+		if err != nil {
+			panic(err)
+		}
+		plain := make([]byte, 32)
+		iv := make([]byte, 16)
+		nonce := make([]byte, 12)
+		for j := range plain {
+			plain[j] = byte(200 - j - i)
+		}
+		for j := range iv {
+			iv[j] = byte(j + 16*i)
+		}
+		for j := range nonce {
+			nonce[j] = byte(0xC0 + j + i)
+		}
+		mac := hmac.New(sha256.New, master)
+		mac.Write(iv)
+		block, _ := aes.NewCipher(mac.Sum(nil))
+		gcm, _ := cipher.NewGCM(block)
+		sealed := gcm.Seal(nil, nonce, plain, aad)
+		bin := append(append(append([]byte{}, sealed...), iv...), nonce...)
+		out = append(out, kmsVector{config, ctx, hex.EncodeToString(plain), hex.EncodeToString(bin), "binary"})
+		js, _ := json.Marshal(map[string]any{"aead": "AES-256-GCM-HMAC-SHA-256", "id": "", "iv": iv, "nonce": nonce, "bytes": sealed})
+		out = append(out, kmsVector{config, ctx, hex.EncodeToString(plain), hex.EncodeToString(js), "json-aes"})
+		key, err := chacha20.HChaCha20(master, iv)
+		if err != nil {
+			panic(err)
+		}
+		cc, _ := chacha20poly1305.New(key)
+		csealed := cc.Seal(nil, nonce, plain, aad)
+		js2, _ := json.Marshal(map[string]any{"aead": "ChaCha20Poly1305", "iv": iv, "nonce": nonce, "bytes": csealed})
+		out = append(out, kmsVector{config, ctx, hex.EncodeToString(plain), hex.EncodeToString(js2), "json-chacha"})
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		panic(err)
+	}
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "kms" {
+		kmsVectors()
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "keys" {
 		keys()
 		return
