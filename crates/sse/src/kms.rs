@@ -357,7 +357,7 @@ pub fn base64_encode(data: &[u8]) -> String {
 /// Standard base64 with padding (strict: no whitespace, canonical padding).
 pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
-    if b.len() % 4 != 0 {
+    if !b.len().is_multiple_of(4) {
         return None;
     }
     let val = |c: u8| B64.iter().position(|&x| x == c).map(|p| p as u32);
