@@ -1681,6 +1681,12 @@ pub(crate) fn object_info(bucket: &str, key: &str, v: &Version<'_>, is_latest: b
                 data_shards: usize::try_from(o.erasure_m).unwrap_or(0),
                 parity_shards: usize::try_from(o.erasure_n).unwrap_or(0),
                 inline: o.inline_data(),
+                internal: o
+                    .meta_sys
+                    .iter()
+                    .flat_map(|m| m.iter())
+                    .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_vec()))
+                    .collect(),
             }
         }
         _ => ObjectInfo {
@@ -1698,6 +1704,7 @@ pub(crate) fn object_info(bucket: &str, key: &str, v: &Version<'_>, is_latest: b
             data_shards: 0,
             parity_shards: 0,
             inline: false,
+            internal: BTreeMap::new(),
         },
     }
 }

@@ -48,6 +48,9 @@ pub struct ObjectInfo {
     pub parity_shards: usize,
     /// Whether the data lives inline in `xl.meta`.
     pub inline: bool,
+    /// Internal (system) metadata as stored (`MetaSys`): MinIO keeps, for
+    /// example, the sealed keys of encrypted objects here.
+    pub internal: BTreeMap<String, Vec<u8>>,
 }
 
 impl ObjectInfo {
