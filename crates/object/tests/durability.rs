@@ -2,21 +2,20 @@
 //! and deletes), a hung drive, and random operation sequences checked
 //! against an in-memory model after every step.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use drive::{
-    AlignedBuf, BoxFuture, DeadlineConfig, DeadlineDrive, DirEntryName, DiskInfo, Drive, FileInfo,
-    HealthReport, LocalDrive, LocalDriveConfig, ShardReader, ShardWriter, VolumeInfo,
-};
+use drive::{DeadlineConfig, DeadlineDrive, Drive};
 use object::layer::{
     Error, GetOptions, LayerOptions, ListOptions, ObjectLayer, PutOptions, VersionSel,
 };
+use support::{Fault, FaultyDrive, dirs};
 use uuid::Uuid;
 
 fn body_for(key: &str, generation: u64) -> Vec<u8> {
@@ -66,10 +65,6 @@ fn content_for(key: &str, generation: u64) -> Vec<u8> {
     } else {
         body_for(key, generation)
     }
-}
-
-fn dirs(root: &Path, n: usize) -> Vec<PathBuf> {
-    (1..=n).map(|i| root.join(format!("d{i}"))).collect()
 }
 
 async fn get(l: &ObjectLayer, b: &str, k: &str) -> Result<Vec<u8>, Error> {
@@ -299,148 +294,13 @@ fn kill_9_mid_storm_loses_no_acknowledged_write() {
     assert!(multipart_acks > 0, "the storm completed multipart uploads");
 }
 
-/// A drive that can be made to hang forever on every operation.
-#[derive(Debug)]
-struct Hanging {
-    inner: Arc<dyn Drive>,
-    hang: AtomicBool,
-}
-
-impl Hanging {
-    async fn gate(&self) {
-        if self.hang.load(Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-macro_rules! gated {
-    ($self:ident, $call:expr) => {
-        Box::pin(async move {
-            $self.gate().await;
-            $call.await
-        })
-    };
-}
-
-impl Drive for Hanging {
-    fn id(&self) -> Option<Uuid> {
-        self.inner.id()
-    }
-    fn set_id(&self, id: Option<Uuid>) {
-        self.inner.set_id(id)
-    }
-    fn label(&self) -> String {
-        self.inner.label()
-    }
-    fn health(&self) -> HealthReport {
-        self.inner.health()
-    }
-    fn disk_info(&self) -> BoxFuture<'_, drive::Result<DiskInfo>> {
-        gated!(self, self.inner.disk_info())
-    }
-    fn make_volume<'a>(&'a self, v: &'a str) -> BoxFuture<'a, drive::Result<()>> {
-        gated!(self, self.inner.make_volume(v))
-    }
-    fn list_volumes(&self) -> BoxFuture<'_, drive::Result<Vec<VolumeInfo>>> {
-        gated!(self, self.inner.list_volumes())
-    }
-    fn stat_volume<'a>(&'a self, v: &'a str) -> BoxFuture<'a, drive::Result<VolumeInfo>> {
-        gated!(self, self.inner.stat_volume(v))
-    }
-    fn delete_volume<'a>(&'a self, v: &'a str, f: bool) -> BoxFuture<'a, drive::Result<()>> {
-        gated!(self, self.inner.delete_volume(v, f))
-    }
-    fn read_all<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        limit: u64,
-    ) -> BoxFuture<'a, drive::Result<Vec<u8>>> {
-        gated!(self, self.inner.read_all(v, p, limit))
-    }
-    fn write_all<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        data: Vec<u8>,
-    ) -> BoxFuture<'a, drive::Result<()>> {
-        gated!(self, self.inner.write_all(v, p, data))
-    }
-    fn create_file<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        size: Option<u64>,
-    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardWriter>>> {
-        gated!(self, self.inner.create_file(v, p, size))
-    }
-    fn read_file_at<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        offset: u64,
-        len: usize,
-        buf: AlignedBuf,
-    ) -> BoxFuture<'a, drive::Result<(AlignedBuf, usize)>> {
-        gated!(self, self.inner.read_file_at(v, p, offset, len, buf))
-    }
-    fn open_reader<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        offset: u64,
-        len: Option<u64>,
-    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardReader>>> {
-        gated!(self, self.inner.open_reader(v, p, offset, len))
-    }
-    fn rename<'a>(
-        &'a self,
-        sv: &'a str,
-        sp: &'a str,
-        dv: &'a str,
-        dp: &'a str,
-    ) -> BoxFuture<'a, drive::Result<()>> {
-        gated!(self, self.inner.rename(sv, sp, dv, dp))
-    }
-    fn delete<'a>(&'a self, v: &'a str, p: &'a str, r: bool) -> BoxFuture<'a, drive::Result<()>> {
-        gated!(self, self.inner.delete(v, p, r))
-    }
-    fn move_to_trash<'a>(&'a self, v: &'a str, p: &'a str) -> BoxFuture<'a, drive::Result<()>> {
-        gated!(self, self.inner.move_to_trash(v, p))
-    }
-    fn empty_trash(&self, max: usize) -> BoxFuture<'_, drive::Result<usize>> {
-        gated!(self, self.inner.empty_trash(max))
-    }
-    fn list_dir<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        limit: usize,
-    ) -> BoxFuture<'a, drive::Result<Vec<DirEntryName>>> {
-        gated!(self, self.inner.list_dir(v, p, limit))
-    }
-    fn stat_file<'a>(&'a self, v: &'a str, p: &'a str) -> BoxFuture<'a, drive::Result<FileInfo>> {
-        gated!(self, self.inner.stat_file(v, p))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_drive_does_not_hang_requests() {
     let tmp = tempfile::tempdir().unwrap();
     let mut hangers = Vec::new();
     let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
     for d in dirs(tmp.path(), 4) {
-        std::fs::create_dir_all(&d).unwrap();
-        let inner: Arc<dyn Drive> = Arc::new(
-            LocalDrive::open(d, LocalDriveConfig::default())
-                .await
-                .unwrap(),
-        );
-        let h = Arc::new(Hanging {
-            inner,
-            hang: AtomicBool::new(false),
-        });
+        let h = FaultyDrive::open(&d).await;
         hangers.push(h.clone());
         let deadline = DeadlineDrive::new(
             h as Arc<dyn Drive>,
@@ -457,7 +317,7 @@ async fn a_hung_drive_does_not_hang_requests() {
     l.put_object("hang", "before", &mut &body[..], &PutOptions::default())
         .await
         .unwrap();
-    hangers[2].hang.store(true, Ordering::SeqCst);
+    hangers[2].set(Fault::Hang);
     let started = Instant::now();
     l.put_object("hang", "during", &mut &big[..], &PutOptions::default())
         .await
@@ -474,7 +334,7 @@ async fn a_hung_drive_does_not_hang_requests() {
         took < Duration::from_secs(20),
         "operations with a hung drive took {took:?}: the deadline did not apply"
     );
-    hangers[2].hang.store(false, Ordering::SeqCst);
+    hangers[2].set(Fault::None);
 }
 
 /// A version in the model: its id and its body (`None`: a delete marker).

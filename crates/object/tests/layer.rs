@@ -2,40 +2,21 @@
 //! drive loss, bitrot, heal, quorum failures, versioning, listing,
 //! concurrency and restarts.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use drive::{
-    AlignedBuf, BoxFuture, DirEntryName, DiskInfo, Drive, DriveError, FileInfo, HealthReport,
-    LocalDrive, LocalDriveConfig, ShardReader, ShardWriter, VolumeInfo,
-};
+use drive::Drive;
 use md5::{Digest, Md5};
 use object::layer::{
     Error, GetOptions, LayerOptions, ListOptions, ObjectLayer, PutOptions, Range, VersionSel,
 };
-use uuid::Uuid;
-
-/// Deterministic pseudo-random bytes.
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
-        .collect()
-}
+use support::{Fault, FaultyDrive, data, dirs};
 
 fn md5_hex(b: &[u8]) -> String {
     hex::encode(Md5::digest(b))
-}
-
-fn dirs(root: &Path, n: usize) -> Vec<PathBuf> {
-    (1..=n).map(|i| root.join(format!("d{i}"))).collect()
 }
 
 async fn open(dirs: &[PathBuf]) -> ObjectLayer {
@@ -411,148 +392,11 @@ async fn bitrot_is_detected_reconstructed_and_healed() {
     );
 }
 
-/// A drive wrapper whose every operation can be made to fail.
-#[derive(Debug)]
-struct Faulty {
-    inner: Arc<dyn Drive>,
-    broken: AtomicBool,
-}
-
-impl Faulty {
-    fn check(&self) -> Result<(), DriveError> {
-        if self.broken.load(Ordering::SeqCst) {
-            Err(DriveError::Offline("test fault".into()))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-macro_rules! guarded {
-    ($self:ident, $call:expr) => {
-        Box::pin(async move {
-            $self.check()?;
-            $call.await
-        })
-    };
-}
-
-impl Drive for Faulty {
-    fn id(&self) -> Option<Uuid> {
-        self.inner.id()
-    }
-    fn set_id(&self, id: Option<Uuid>) {
-        self.inner.set_id(id)
-    }
-    fn label(&self) -> String {
-        self.inner.label()
-    }
-    fn health(&self) -> HealthReport {
-        self.inner.health()
-    }
-    fn disk_info(&self) -> BoxFuture<'_, drive::Result<DiskInfo>> {
-        guarded!(self, self.inner.disk_info())
-    }
-    fn make_volume<'a>(&'a self, v: &'a str) -> BoxFuture<'a, drive::Result<()>> {
-        guarded!(self, self.inner.make_volume(v))
-    }
-    fn list_volumes(&self) -> BoxFuture<'_, drive::Result<Vec<VolumeInfo>>> {
-        guarded!(self, self.inner.list_volumes())
-    }
-    fn stat_volume<'a>(&'a self, v: &'a str) -> BoxFuture<'a, drive::Result<VolumeInfo>> {
-        guarded!(self, self.inner.stat_volume(v))
-    }
-    fn delete_volume<'a>(&'a self, v: &'a str, f: bool) -> BoxFuture<'a, drive::Result<()>> {
-        guarded!(self, self.inner.delete_volume(v, f))
-    }
-    fn read_all<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        limit: u64,
-    ) -> BoxFuture<'a, drive::Result<Vec<u8>>> {
-        guarded!(self, self.inner.read_all(v, p, limit))
-    }
-    fn write_all<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        data: Vec<u8>,
-    ) -> BoxFuture<'a, drive::Result<()>> {
-        guarded!(self, self.inner.write_all(v, p, data))
-    }
-    fn create_file<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        size: Option<u64>,
-    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardWriter>>> {
-        guarded!(self, self.inner.create_file(v, p, size))
-    }
-    fn read_file_at<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        offset: u64,
-        len: usize,
-        buf: AlignedBuf,
-    ) -> BoxFuture<'a, drive::Result<(AlignedBuf, usize)>> {
-        guarded!(self, self.inner.read_file_at(v, p, offset, len, buf))
-    }
-    fn open_reader<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        offset: u64,
-        len: Option<u64>,
-    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardReader>>> {
-        guarded!(self, self.inner.open_reader(v, p, offset, len))
-    }
-    fn rename<'a>(
-        &'a self,
-        sv: &'a str,
-        sp: &'a str,
-        dv: &'a str,
-        dp: &'a str,
-    ) -> BoxFuture<'a, drive::Result<()>> {
-        guarded!(self, self.inner.rename(sv, sp, dv, dp))
-    }
-    fn delete<'a>(&'a self, v: &'a str, p: &'a str, r: bool) -> BoxFuture<'a, drive::Result<()>> {
-        guarded!(self, self.inner.delete(v, p, r))
-    }
-    fn move_to_trash<'a>(&'a self, v: &'a str, p: &'a str) -> BoxFuture<'a, drive::Result<()>> {
-        guarded!(self, self.inner.move_to_trash(v, p))
-    }
-    fn empty_trash(&self, max: usize) -> BoxFuture<'_, drive::Result<usize>> {
-        guarded!(self, self.inner.empty_trash(max))
-    }
-    fn list_dir<'a>(
-        &'a self,
-        v: &'a str,
-        p: &'a str,
-        limit: usize,
-    ) -> BoxFuture<'a, drive::Result<Vec<DirEntryName>>> {
-        guarded!(self, self.inner.list_dir(v, p, limit))
-    }
-    fn stat_file<'a>(&'a self, v: &'a str, p: &'a str) -> BoxFuture<'a, drive::Result<FileInfo>> {
-        guarded!(self, self.inner.stat_file(v, p))
-    }
-}
-
-async fn faulty_layer(ds: &[PathBuf]) -> (ObjectLayer, Vec<Arc<Faulty>>) {
+async fn faulty_layer(ds: &[PathBuf]) -> (ObjectLayer, Vec<Arc<FaultyDrive>>) {
     let mut faulty = Vec::new();
     let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
     for d in ds {
-        std::fs::create_dir_all(d).unwrap();
-        let inner: Arc<dyn Drive> = Arc::new(
-            LocalDrive::open(d.clone(), LocalDriveConfig::default())
-                .await
-                .unwrap(),
-        );
-        let f = Arc::new(Faulty {
-            inner,
-            broken: AtomicBool::new(false),
-        });
+        let f = FaultyDrive::open(d).await;
         faulty.push(f.clone());
         drives.push(f);
     }
@@ -571,14 +415,14 @@ async fn write_quorum_and_offline_drives() {
     let old = data(3 << 20, 1);
     put(&l, "qrm", "k", &old).await;
     // One drive offline (2+2: write quorum 3): writes and reads go on.
-    faulty[3].broken.store(true, Ordering::SeqCst);
+    faulty[3].set(Fault::Fail);
     let v2 = data((1 << 20) + 5, 2);
     put(&l, "qrm", "k", &v2).await;
     assert_eq!(get(&l, "qrm", "k").await.unwrap(), v2);
     let inline = data(1000, 3);
     put(&l, "qrm", "small", &inline).await;
     // Two offline: below the write quorum of 3. Nothing changes.
-    faulty[2].broken.store(true, Ordering::SeqCst);
+    faulty[2].set(Fault::Fail);
     for body in [data(3 << 20, 4), data(10, 5)] {
         let r = l
             .put_object(
@@ -595,8 +439,8 @@ async fn write_quorum_and_offline_drives() {
     }
     // Reads still work with 2 of 4 (read quorum 2).
     assert_eq!(get(&l, "qrm", "k").await.unwrap(), v2);
-    faulty[2].broken.store(false, Ordering::SeqCst);
-    faulty[3].broken.store(false, Ordering::SeqCst);
+    faulty[2].set(Fault::None);
+    faulty[3].set(Fault::None);
     assert_eq!(
         get(&l, "qrm", "k").await.unwrap(),
         v2,

@@ -13,6 +13,8 @@
 //! missing binary fails the test.
 #![cfg(feature = "minio-interop")]
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use md5::{Digest, Md5};
 use object::layer::{GetOptions, LayerOptions, ObjectLayer, PutOptions};
+use support::data;
 
 const USER: &str = "tesseraadmin";
 const PASS: &str = "tesseraadmin-secret";
@@ -40,18 +43,6 @@ fn tool(env: &str, name: &str) -> PathBuf {
         }
     }
     panic!("`{name}` not found: run `cargo xtask tools` (or set {env})");
-}
-
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
-        .collect()
 }
 
 /// A MinIO server on loopback over the given drive directories; killed on

@@ -1,0 +1,192 @@
+//! Helpers shared by the object-layer integration tests: deterministic
+//! data, drive directories, and a drive wrapper that can be made to fail or
+//! to hang.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use drive::{
+    AlignedBuf, BoxFuture, DirEntryName, DiskInfo, Drive, DriveError, FileInfo, HealthReport,
+    LocalDrive, LocalDriveConfig, ShardReader, ShardWriter, VolumeInfo,
+};
+use uuid::Uuid;
+
+/// Deterministic pseudo-random bytes (xorshift64).
+pub fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+/// `root/d1` .. `root/dN`.
+pub fn dirs(root: &Path, n: usize) -> Vec<PathBuf> {
+    (1..=n).map(|i| root.join(format!("d{i}"))).collect()
+}
+
+/// How a [`FaultyDrive`] behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Fault {
+    /// Pass every call through.
+    None = 0,
+    /// Fail every call with `DriveError::Offline`.
+    Fail = 1,
+    /// Never complete any call.
+    Hang = 2,
+}
+
+/// A real drive whose every operation can be made to fail or hang.
+#[derive(Debug)]
+pub struct FaultyDrive {
+    inner: Arc<dyn Drive>,
+    fault: AtomicU8,
+}
+
+impl FaultyDrive {
+    /// Wraps a `LocalDrive` on `dir` (created if missing).
+    pub async fn open(dir: &Path) -> Arc<FaultyDrive> {
+        std::fs::create_dir_all(dir).unwrap();
+        let inner: Arc<dyn Drive> = Arc::new(
+            LocalDrive::open(dir.to_path_buf(), LocalDriveConfig::default())
+                .await
+                .unwrap(),
+        );
+        Arc::new(FaultyDrive {
+            inner,
+            fault: AtomicU8::new(Fault::None as u8),
+        })
+    }
+
+    /// Sets the behaviour from now on.
+    pub fn set(&self, fault: Fault) {
+        self.fault.store(fault as u8, Ordering::SeqCst);
+    }
+
+    async fn gate(&self) -> Result<(), DriveError> {
+        match self.fault.load(Ordering::SeqCst) {
+            1 => Err(DriveError::Offline("test fault".into())),
+            2 => std::future::pending().await,
+            _ => Ok(()),
+        }
+    }
+}
+
+macro_rules! gated {
+    ($self:ident, $call:expr) => {
+        Box::pin(async move {
+            $self.gate().await?;
+            $call.await
+        })
+    };
+}
+
+impl Drive for FaultyDrive {
+    fn id(&self) -> Option<Uuid> {
+        self.inner.id()
+    }
+    fn set_id(&self, id: Option<Uuid>) {
+        self.inner.set_id(id)
+    }
+    fn label(&self) -> String {
+        self.inner.label()
+    }
+    fn health(&self) -> HealthReport {
+        self.inner.health()
+    }
+    fn disk_info(&self) -> BoxFuture<'_, drive::Result<DiskInfo>> {
+        gated!(self, self.inner.disk_info())
+    }
+    fn make_volume<'a>(&'a self, v: &'a str) -> BoxFuture<'a, drive::Result<()>> {
+        gated!(self, self.inner.make_volume(v))
+    }
+    fn list_volumes(&self) -> BoxFuture<'_, drive::Result<Vec<VolumeInfo>>> {
+        gated!(self, self.inner.list_volumes())
+    }
+    fn stat_volume<'a>(&'a self, v: &'a str) -> BoxFuture<'a, drive::Result<VolumeInfo>> {
+        gated!(self, self.inner.stat_volume(v))
+    }
+    fn delete_volume<'a>(&'a self, v: &'a str, f: bool) -> BoxFuture<'a, drive::Result<()>> {
+        gated!(self, self.inner.delete_volume(v, f))
+    }
+    fn read_all<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        limit: u64,
+    ) -> BoxFuture<'a, drive::Result<Vec<u8>>> {
+        gated!(self, self.inner.read_all(v, p, limit))
+    }
+    fn write_all<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        data: Vec<u8>,
+    ) -> BoxFuture<'a, drive::Result<()>> {
+        gated!(self, self.inner.write_all(v, p, data))
+    }
+    fn create_file<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        size: Option<u64>,
+    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardWriter>>> {
+        gated!(self, self.inner.create_file(v, p, size))
+    }
+    fn read_file_at<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        offset: u64,
+        len: usize,
+        buf: AlignedBuf,
+    ) -> BoxFuture<'a, drive::Result<(AlignedBuf, usize)>> {
+        gated!(self, self.inner.read_file_at(v, p, offset, len, buf))
+    }
+    fn open_reader<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        offset: u64,
+        len: Option<u64>,
+    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardReader>>> {
+        gated!(self, self.inner.open_reader(v, p, offset, len))
+    }
+    fn rename<'a>(
+        &'a self,
+        sv: &'a str,
+        sp: &'a str,
+        dv: &'a str,
+        dp: &'a str,
+    ) -> BoxFuture<'a, drive::Result<()>> {
+        gated!(self, self.inner.rename(sv, sp, dv, dp))
+    }
+    fn delete<'a>(&'a self, v: &'a str, p: &'a str, r: bool) -> BoxFuture<'a, drive::Result<()>> {
+        gated!(self, self.inner.delete(v, p, r))
+    }
+    fn move_to_trash<'a>(&'a self, v: &'a str, p: &'a str) -> BoxFuture<'a, drive::Result<()>> {
+        gated!(self, self.inner.move_to_trash(v, p))
+    }
+    fn empty_trash(&self, max: usize) -> BoxFuture<'_, drive::Result<usize>> {
+        gated!(self, self.inner.empty_trash(max))
+    }
+    fn list_dir<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, drive::Result<Vec<DirEntryName>>> {
+        gated!(self, self.inner.list_dir(v, p, limit))
+    }
+    fn stat_file<'a>(&'a self, v: &'a str, p: &'a str) -> BoxFuture<'a, drive::Result<FileInfo>> {
+        gated!(self, self.inner.stat_file(v, p))
+    }
+}
