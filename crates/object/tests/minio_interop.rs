@@ -459,14 +459,14 @@ fn minio_writes_tessera_reads() {
     read_all(drives.clone());
 }
 
-/// SSE-S3 objects encrypted by MinIO (static KMS key) open with Tessera's
-/// `sse` crate: the KMS data key, the sealed object key and the DARE
-/// packages are all MinIO's format.
+/// SSE-S3 and SSE-KMS objects encrypted by MinIO (static KMS key) open with
+/// Tessera's `sse` crate: the metadata entries, the KMS data key, the
+/// sealed object key and the DARE packages are all MinIO's format.
 #[test]
-fn minio_sse_s3_objects_decrypt_with_tessera() {
+fn minio_sse_objects_decrypt_with_tessera() {
     use sse::dare::Decryptor;
-    use sse::key::{Domain, ObjectKey, SealedKey};
-    use sse::kms::{Context, Kms, StaticKms, base64_decode, base64_encode};
+    use sse::kms::{StaticKms, base64_encode};
+    use sse::meta::Sealed;
 
     let work = tempfile::tempdir().unwrap();
     let drives: Vec<PathBuf> = (1..=4).map(|i| work.path().join(format!("d{i}"))).collect();
@@ -480,16 +480,27 @@ fn minio_sse_s3_objects_decrypt_with_tessera() {
     let minio = Minio::start_with(&drives, work.path(), &[("MINIO_KMS_SECRET_KEY", &secret)]);
     minio.mc(&["mb", "t/sse"]);
     let files = [
-        ("secret.bin", data(3 * (1 << 20) + 17, 31)),
-        ("tiny.txt", b"top secret\n".to_vec()),
+        (
+            "s3/secret.bin",
+            data(3 * (1 << 20) + 17, 31),
+            "--enc-s3",
+            "t/sse",
+        ),
+        ("s3/tiny.txt", b"top secret\n".to_vec(), "--enc-s3", "t/sse"),
+        (
+            "kms/ledger.bin",
+            data(200_001, 32),
+            "--enc-kms",
+            "t/sse/kms/=tessera-kms",
+        ),
     ];
-    for (key, body) in &files {
+    for (key, body, flag, value) in &files {
         let src = work.path().join("plain.bin");
         std::fs::write(&src, body).unwrap();
         minio.mc(&[
             "cp",
-            "--enc-s3",
-            "t/sse",
+            flag,
+            value,
             src.to_str().unwrap(),
             &format!("t/sse/{key}"),
         ]);
@@ -505,38 +516,27 @@ fn minio_sse_s3_objects_decrypt_with_tessera() {
         let l = ObjectLayer::open_dirs(&drives, LayerOptions::default())
             .await
             .unwrap();
-        for (key, body) in &files {
+        for (key, body, flag, _) in &files {
             let mut raw = Vec::new();
             let info = l
                 .get_object("sse", key, &GetOptions::default(), &mut raw)
                 .await
                 .unwrap();
             assert!(raw != *body, "{key}: stored in clear");
-            let meta = |k: &str| -> String {
-                let v = info
-                    .internal
-                    .get(&format!("X-Minio-Internal-Server-Side-Encryption-{k}"))
-                    .unwrap_or_else(|| panic!("{key}: no {k} in {:?}", info.internal.keys()));
-                String::from_utf8(v.clone()).unwrap()
+            let get = |k: &str| {
+                info.internal
+                    .get(k)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
             };
-            let key_id = meta("S3-Kms-Key-Id");
-            assert_eq!(key_id, "tessera-kms");
-            let dek = kms
-                .decrypt(
-                    &key_id,
-                    &base64_decode(&meta("S3-Kms-Sealed-Key")).unwrap(),
-                    &Context::single("sse", &format!("sse/{key}")),
-                )
-                .unwrap_or_else(|e| panic!("{key}: KMS data key: {e}"));
-            let sealed = SealedKey {
-                key: base64_decode(&meta("S3-Sealed-Key"))
-                    .unwrap()
-                    .try_into()
-                    .unwrap(),
-                iv: base64_decode(&meta("Iv")).unwrap().try_into().unwrap(),
-                algorithm: meta("Seal-Algorithm"),
-            };
-            let object_key = ObjectKey::unseal(&dek, &sealed, Domain::SseS3, "sse", key)
+            let sealed = Sealed::from_metadata(get)
+                .unwrap_or_else(|e| panic!("{key}: {e}"))
+                .unwrap_or_else(|| panic!("{key}: not encrypted? {:?}", info.internal.keys()));
+            match (flag, &sealed) {
+                (&"--enc-s3", Sealed::SseS3 { .. }) | (&"--enc-kms", Sealed::SseKms { .. }) => {}
+                other => panic!("{key}: unexpected kind {other:?}"),
+            }
+            let object_key = sealed
+                .object_key(Some(&kms), None, "sse", key)
                 .unwrap_or_else(|e| panic!("{key}: object key: {e}"));
             let plain = Decryptor::new(&object_key.0, 0)
                 .open_all(&raw)

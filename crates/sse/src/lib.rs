@@ -8,9 +8,11 @@
 //! per-object key hierarchy as MinIO derives it (object keys, sealing bound
 //! to the external key, the SSE domain and the object path, part keys,
 //! sealed ETags); and [`kms`], the KMS interface with MinIO's static-key
-//! KMS (`MINIO_KMS_SECRET_KEY`), sealing data keys in MinIO's format. Still
-//! to come for issue 6: the metadata entries that carry sealed keys, and
-//! the wiring into the object layer and the gateway.
+//! KMS (`MINIO_KMS_SECRET_KEY`), sealing data keys in MinIO's format; and
+//! [`meta`], the internal metadata entries that carry the sealed keys of
+//! SSE-C, SSE-S3 and SSE-KMS objects, and the unsealing of an object key
+//! from them. Still to come for issue 6: the wiring into the object layer
+//! and the gateway.
 //!
 //! ```
 //! use sse::dare::{CipherSuite, Decryptor, Encryptor};
@@ -26,3 +28,4 @@
 pub mod dare;
 pub mod key;
 pub mod kms;
+pub mod meta;
