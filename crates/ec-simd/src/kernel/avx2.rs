@@ -10,8 +10,10 @@
 //! the inputs are read once (so each input load and nibble split serves the
 //! whole group) and then stored once. When several groups are needed, the
 //! columns are processed in windows (see [`super::window`]) so the later
-//! groups re-read the inputs from cache. Bytes past the last 32-byte vector
-//! go through the portable kernel.
+//! groups re-read the inputs from cache. The columns are walked upwards, or
+//! downwards when that avoids 4K aliasing between the stores of one step and
+//! the loads of the next (see [`super::descending`]). Bytes past the last
+//! 32-byte vector go through the portable kernel.
 //!
 //! Cost per 32-byte vector: per input one load, one shift and two ANDs; per
 //! (input, output) pair two table loads (broadcast from 16 bytes, a pure load
@@ -25,7 +27,7 @@
 
 use core::arch::x86_64::*;
 
-use super::{Coeffs, checked_len, groups, scalar, window};
+use super::{Coeffs, checked_len, down_groups, groups, scalar, window};
 
 /// Vector width in bytes.
 const V: usize = 32;
@@ -41,11 +43,14 @@ pub(super) fn apply(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
     };
     let vec_len = len - len % V;
     if vec_len > 0 {
+        // Bit n: group n walks down (see `super::descending`).
+        let downs = down_groups(inputs, outputs, GMAX, usize::MAX, |_| 2 * V);
         let win = window(c.cols(), c.rows(), GMAX, vec_len, 2 * V);
         let mut start = 0;
         while start < vec_len {
             let end = (start + win).min(vec_len);
-            for (o0, g) in groups(c.rows(), GMAX) {
+            for (n, (o0, g)) in groups(c.rows(), GMAX).enumerate() {
+                let down = n < 64 && downs >> n & 1 == 1;
                 let outs = &mut outputs[o0..o0 + g];
                 // SAFETY: `checked_len` proved every input and output holds
                 // `len >= end` bytes; `start..end` is a multiple of 32 bytes;
@@ -54,10 +59,10 @@ pub(super) fn apply(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
                 // checked `c.kernel`).
                 unsafe {
                     match g {
-                        1 => group::<1, 2>(c, o0, inputs, outs, start, end),
-                        2 => group::<2, 2>(c, o0, inputs, outs, start, end),
-                        3 => group::<3, 2>(c, o0, inputs, outs, start, end),
-                        _ => group::<4, 2>(c, o0, inputs, outs, start, end),
+                        1 => group::<1, 2>(c, o0, inputs, outs, start, end, down),
+                        2 => group::<2, 2>(c, o0, inputs, outs, start, end, down),
+                        3 => group::<3, 2>(c, o0, inputs, outs, start, end, down),
+                        _ => group::<4, 2>(c, o0, inputs, outs, start, end, down),
                     }
                 }
             }
@@ -95,7 +100,8 @@ fn mul(tl: __m256i, th: __m256i, lo: __m256i, hi: __m256i) -> __m256i {
 }
 
 /// One group of `G` outputs (`outs`, rows `o0..o0 + G`) over bytes
-/// `start..end`, `U` vectors per output at a time.
+/// `start..end`, `U` vectors per output at a time, from the last column to
+/// the first if `down` (see [`super::descending`]).
 ///
 /// # Safety
 /// - every slice of `inputs` and `outs` is at least `end` bytes long and
@@ -111,17 +117,53 @@ unsafe fn group<const G: usize, const U: usize>(
     outs: &mut [&mut [u8]],
     start: usize,
     end: usize,
+    down: bool,
 ) {
     let dst: [*mut u8; G] = core::array::from_fn(|g| outs[g].as_mut_ptr());
-    let mut off = start;
-    while off + U * V <= end {
-        // SAFETY: `off + U * 32 <= end`; the rest is the caller's contract.
-        unsafe { step::<G, U>(c, o0, inputs, &dst, off) };
-        off += U * V;
+    let n = (end - start) / (U * V);
+    let full = start + n * U * V;
+    if down {
+        // SAFETY: `full..end` is a multiple of 32 inside `start..end`.
+        unsafe { tail::<G>(c, o0, inputs, &dst, full, end) };
     }
+    // One loop for both directions, so the step is inlined once.
+    let (mut off, stride) = if down {
+        (full.wrapping_sub(U * V), (U * V).wrapping_neg())
+    } else {
+        (start, U * V)
+    };
+    for _ in 0..n {
+        // SAFETY: the `n` offsets are `start + t * U * 32` for `t < n`, so
+        // `off + U * 32 <= full <= end`; the rest is the caller's contract.
+        unsafe { step::<G, U>(c, o0, inputs, &dst, off) };
+        off = off.wrapping_add(stride);
+    }
+    if !down {
+        // SAFETY: as above.
+        unsafe { tail::<G>(c, o0, inputs, &dst, full, end) };
+    }
+}
+
+/// Bytes `from..end` (fewer than `U` vectors) of the `G` outputs at `dst`,
+/// one vector at a time.
+///
+/// # Safety
+/// As for [`group`], with `start <= from <= end`, `end - from` a multiple of
+/// 32, and `dst` the outputs' pointers.
+#[target_feature(enable = "avx2")]
+#[inline(never)]
+unsafe fn tail<const G: usize>(
+    c: &Coeffs,
+    o0: usize,
+    inputs: &[&[u8]],
+    dst: &[*mut u8; G],
+    from: usize,
+    end: usize,
+) {
+    let mut off = from;
     while off < end {
         // SAFETY: `off + 32 <= end` since `end - off` is a multiple of 32.
-        unsafe { step::<G, 1>(c, o0, inputs, &dst, off) };
+        unsafe { step::<G, 1>(c, o0, inputs, dst, off) };
         off += V;
     }
 }

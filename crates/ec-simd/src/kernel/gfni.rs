@@ -18,16 +18,22 @@
 //!   past the last 32-byte vector go through the portable kernel.
 //!
 //! Both are usually limited by cache bandwidth rather than by the two
-//! GF2P8AFFINEQB pipes once shards exceed the L1 cache.
+//! GF2P8AFFINEQB pipes once shards exceed the L1 cache. Both walk the columns
+//! in the direction [`super::descending`] picks.
 
 use core::arch::x86_64::*;
 
-use super::{Coeffs, checked_len, groups, scalar, window};
+use super::{Coeffs, checked_len, down_groups, groups, scalar, window};
 
 /// Largest output group of the zmm form.
 const GMAX_ZMM: usize = 8;
 /// Largest output group of the ymm form (16 registers).
 const GMAX_YMM: usize = 4;
+/// The zmm form walks down (see `super::descending`) only with at most this
+/// many inputs: with more, walking down cost it time on Zen 5 even with no
+/// aliasing to avoid (19% at 12+4 and 40-65% at 16+4 at MinIO's shape,
+/// 1.5-5x at 12+4 with 1 MiB shards), where the ymm form lost nothing.
+const ZMM_DOWN_MAX_INPUTS: usize = 8;
 
 /// Reads the 8-byte affine matrix at `p`.
 ///
@@ -49,10 +55,16 @@ pub(super) fn apply_zmm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
         return;
     }
     let win = window(c.cols(), c.rows(), GMAX_ZMM, len, 128);
+    // Bit n: group n walks down (see `super::descending`). Groups of 3-4
+    // outputs take 4 vectors per step, the others 2 (see the match below).
+    let downs = down_groups(inputs, outputs, GMAX_ZMM, ZMM_DOWN_MAX_INPUTS, |g| {
+        if (3..=4).contains(&g) { 256 } else { 128 }
+    });
     let mut start = 0;
     while start < len {
         let end = (start + win).min(len);
-        for (o0, g) in groups(c.rows(), GMAX_ZMM) {
+        for (n, (o0, g)) in groups(c.rows(), GMAX_ZMM).enumerate() {
+            let down = n < 64 && downs >> n & 1 == 1;
             let outs = &mut outputs[o0..o0 + g];
             // SAFETY: `checked_len` proved every input and output holds
             // `len >= end` bytes; `outs` has `g` entries and
@@ -60,14 +72,14 @@ pub(super) fn apply_zmm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
             // this matrix (`Kernel::apply` checked `c.kernel`).
             unsafe {
                 match g {
-                    1 => group_zmm::<1, 2>(c, o0, inputs, outs, start, end),
-                    2 => group_zmm::<2, 2>(c, o0, inputs, outs, start, end),
-                    3 => group_zmm::<3, 4>(c, o0, inputs, outs, start, end),
-                    4 => group_zmm::<4, 4>(c, o0, inputs, outs, start, end),
-                    5 => group_zmm::<5, 2>(c, o0, inputs, outs, start, end),
-                    6 => group_zmm::<6, 2>(c, o0, inputs, outs, start, end),
-                    7 => group_zmm::<7, 2>(c, o0, inputs, outs, start, end),
-                    _ => group_zmm::<8, 2>(c, o0, inputs, outs, start, end),
+                    1 => group_zmm::<1, 2>(c, o0, inputs, outs, start, end, down),
+                    2 => group_zmm::<2, 2>(c, o0, inputs, outs, start, end, down),
+                    3 => group_zmm::<3, 4>(c, o0, inputs, outs, start, end, down),
+                    4 => group_zmm::<4, 4>(c, o0, inputs, outs, start, end, down),
+                    5 => group_zmm::<5, 2>(c, o0, inputs, outs, start, end, down),
+                    6 => group_zmm::<6, 2>(c, o0, inputs, outs, start, end, down),
+                    7 => group_zmm::<7, 2>(c, o0, inputs, outs, start, end, down),
+                    _ => group_zmm::<8, 2>(c, o0, inputs, outs, start, end, down),
                 }
             }
         }
@@ -76,7 +88,8 @@ pub(super) fn apply_zmm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
 }
 
 /// One group of `G` outputs over bytes `start..end` (any length), zmm form,
-/// `U` vectors per output at a time.
+/// `U` vectors per output at a time, from the last column to the first if
+/// `down` (see [`super::descending`]).
 ///
 /// # Safety
 /// - every slice of `inputs` and `outs` is at least `end` bytes long;
@@ -91,20 +104,57 @@ unsafe fn group_zmm<const G: usize, const U: usize>(
     outs: &mut [&mut [u8]],
     start: usize,
     end: usize,
+    down: bool,
 ) {
     const V: usize = 64;
     let dst: [*mut u8; G] = core::array::from_fn(|g| outs[g].as_mut_ptr());
-    let mut off = start;
-    while off + U * V <= end {
-        // SAFETY: `off + U * 64 <= end`; the rest is the caller's contract.
-        unsafe { step_zmm::<G, U, false>(c, o0, inputs, &dst, off, U * V) };
-        off += U * V;
+    let n = (end - start) / (U * V);
+    let full = start + n * U * V;
+    if down {
+        // SAFETY: `full..end` lies inside `start..end`.
+        unsafe { tail_zmm::<G>(c, o0, inputs, &dst, full, end) };
     }
-    // Whole vectors one at a time, then the partial one, byte-masked.
+    // One loop for both directions, so the step is inlined once.
+    let (mut off, stride) = if down {
+        (full.wrapping_sub(U * V), (U * V).wrapping_neg())
+    } else {
+        (start, U * V)
+    };
+    for _ in 0..n {
+        // SAFETY: the `n` offsets are `start + t * U * 64` for `t < n`, so
+        // `off + U * 64 <= full <= end`; the rest is the caller's contract.
+        unsafe { step_zmm::<G, U, false>(c, o0, inputs, &dst, off, U * V) };
+        off = off.wrapping_add(stride);
+    }
+    if !down {
+        // SAFETY: as above.
+        unsafe { tail_zmm::<G>(c, o0, inputs, &dst, full, end) };
+    }
+}
+
+/// Bytes `from..end` (fewer than `U` vectors, any length) of the `G`
+/// outputs at `dst`: whole vectors one at a time, then the partial one,
+/// byte-masked.
+///
+/// # Safety
+/// As for [`group_zmm`], with `start <= from <= end`, and `dst` the outputs'
+/// pointers.
+#[target_feature(enable = "gfni,avx512f,avx512bw")]
+#[inline(never)]
+unsafe fn tail_zmm<const G: usize>(
+    c: &Coeffs,
+    o0: usize,
+    inputs: &[&[u8]],
+    dst: &[*mut u8; G],
+    from: usize,
+    end: usize,
+) {
+    const V: usize = 64;
+    let mut off = from;
     while off < end {
         let n = (end - off).min(V);
         // SAFETY: `off + n <= end`.
-        unsafe { step_zmm::<G, 1, true>(c, o0, inputs, &dst, off, n) };
+        unsafe { step_zmm::<G, 1, true>(c, o0, inputs, dst, off, n) };
         off += n;
     }
 }
@@ -208,10 +258,13 @@ pub(super) fn apply_ymm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
     let vec_len = len - len % V;
     if vec_len > 0 {
         let win = window(c.cols(), c.rows(), GMAX_YMM, vec_len, 2 * V);
+        // Bit n: group n walks down (see `super::descending`).
+        let downs = down_groups(inputs, outputs, GMAX_YMM, usize::MAX, |_| 2 * V);
         let mut start = 0;
         while start < vec_len {
             let end = (start + win).min(vec_len);
-            for (o0, g) in groups(c.rows(), GMAX_YMM) {
+            for (n, (o0, g)) in groups(c.rows(), GMAX_YMM).enumerate() {
+                let down = n < 64 && downs >> n & 1 == 1;
                 let outs = &mut outputs[o0..o0 + g];
                 // SAFETY: `checked_len` proved every input and output holds
                 // `len >= end` bytes; `start..end` is a multiple of 32
@@ -219,10 +272,10 @@ pub(super) fn apply_ymm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
                 // table was expanded in affine format for this matrix.
                 unsafe {
                     match g {
-                        1 => group_ymm::<1>(c, o0, inputs, outs, start, end),
-                        2 => group_ymm::<2>(c, o0, inputs, outs, start, end),
-                        3 => group_ymm::<3>(c, o0, inputs, outs, start, end),
-                        _ => group_ymm::<4>(c, o0, inputs, outs, start, end),
+                        1 => group_ymm::<1>(c, o0, inputs, outs, start, end, down),
+                        2 => group_ymm::<2>(c, o0, inputs, outs, start, end, down),
+                        3 => group_ymm::<3>(c, o0, inputs, outs, start, end, down),
+                        _ => group_ymm::<4>(c, o0, inputs, outs, start, end, down),
                     }
                 }
             }
@@ -234,7 +287,8 @@ pub(super) fn apply_ymm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
     }
 }
 
-/// One group of `G` outputs over bytes `start..end`, ymm form.
+/// One group of `G` outputs over bytes `start..end`, ymm form, from the
+/// last column to the first if `down` (see [`super::descending`]).
 ///
 /// # Safety
 /// - every slice of `inputs` and `outs` is at least `end` bytes long and
@@ -249,6 +303,7 @@ unsafe fn group_ymm<const G: usize>(
     outs: &mut [&mut [u8]],
     start: usize,
     end: usize,
+    down: bool,
 ) {
     const V: usize = 32;
     let dst: [*mut u8; G] = core::array::from_fn(|g| outs[g].as_mut_ptr());
@@ -258,13 +313,26 @@ unsafe fn group_ymm<const G: usize>(
         // the `rows * cols * 8`-byte table.
         _mm256_set1_epi64x(unsafe { matrix(tab.add(c.entry_offset(o0 + g, i, 8))) })
     };
-    let mut off = start;
-    while off + 2 * V <= end {
+    let n = (end - start) / (2 * V);
+    let full = start + n * 2 * V;
+    if down && full < end {
+        // SAFETY: exactly one 32-byte vector, `full..end`, is left.
+        unsafe { last_ymm::<G>(c, o0, inputs, &dst, full) };
+    }
+    // One loop for both directions, so the step is inlined once.
+    let (mut off, stride) = if down {
+        (full.wrapping_sub(2 * V), (2 * V).wrapping_neg())
+    } else {
+        (start, 2 * V)
+    };
+    for _ in 0..n {
+        // The `n` offsets are `start + t * 64` for `t < n`, so
+        // `off + 64 <= full <= end`.
         let mut acc0 = [_mm256_setzero_si256(); G];
         let mut acc1 = [_mm256_setzero_si256(); G];
         for (i, input) in inputs.iter().enumerate() {
             let src = input.as_ptr();
-            // SAFETY: `off + 64 <= end <= input.len()`.
+            // SAFETY: `off + 64 <= full <= input.len()`.
             let (x0, x1) = unsafe {
                 (
                     _mm256_loadu_si256(src.add(off).cast()),
@@ -278,28 +346,52 @@ unsafe fn group_ymm<const G: usize>(
             }
         }
         for g in 0..G {
-            // SAFETY: `off + 64 <= end <= outs[g].len()`; `dst[g]` comes
+            // SAFETY: `off + 64 <= full <= outs[g].len()`; `dst[g]` comes
             // from a `&mut` slice that nothing else references.
             unsafe {
                 _mm256_storeu_si256(dst[g].add(off).cast(), acc0[g]);
                 _mm256_storeu_si256(dst[g].add(off + V).cast(), acc1[g]);
             }
         }
-        off += 2 * V;
+        off = off.wrapping_add(stride);
     }
-    if off < end {
-        // Exactly one 32-byte vector is left.
-        let mut acc = [_mm256_setzero_si256(); G];
-        for (i, input) in inputs.iter().enumerate() {
-            // SAFETY: `off + 32 <= end <= input.len()`.
-            let x = unsafe { _mm256_loadu_si256(input.as_ptr().add(off).cast()) };
-            for (g, a) in acc.iter_mut().enumerate() {
-                *a = _mm256_xor_si256(*a, _mm256_gf2p8affine_epi64_epi8::<0>(x, m(i, g)));
-            }
+    if !down && full < end {
+        // SAFETY: exactly one 32-byte vector, `full..end`, is left.
+        unsafe { last_ymm::<G>(c, o0, inputs, &dst, full) };
+    }
+}
+
+/// Bytes `off..off + 32` of the `G` outputs at `dst`.
+///
+/// # Safety
+/// As for [`group_ymm`], with `off + 32 <= end`, and `dst` the outputs'
+/// pointers.
+#[target_feature(enable = "gfni,avx2")]
+#[inline(never)]
+unsafe fn last_ymm<const G: usize>(
+    c: &Coeffs,
+    o0: usize,
+    inputs: &[&[u8]],
+    dst: &[*mut u8; G],
+    off: usize,
+) {
+    let tab = c.table_ptr();
+    let m = |i: usize, g: usize| {
+        // SAFETY: `o0 + g < rows` and `i < cols`, so the 8 bytes lie inside
+        // the `rows * cols * 8`-byte table.
+        _mm256_set1_epi64x(unsafe { matrix(tab.add(c.entry_offset(o0 + g, i, 8))) })
+    };
+    let mut acc = [_mm256_setzero_si256(); G];
+    for (i, input) in inputs.iter().enumerate() {
+        // SAFETY: `off + 32 <= end <= input.len()`.
+        let x = unsafe { _mm256_loadu_si256(input.as_ptr().add(off).cast()) };
+        for (g, a) in acc.iter_mut().enumerate() {
+            *a = _mm256_xor_si256(*a, _mm256_gf2p8affine_epi64_epi8::<0>(x, m(i, g)));
         }
-        for (g, a) in acc.into_iter().enumerate() {
-            // SAFETY: `off + 32 <= end <= outs[g].len()`, exclusive as above.
-            unsafe { _mm256_storeu_si256(dst[g].add(off).cast(), a) };
-        }
+    }
+    for (g, a) in acc.into_iter().enumerate() {
+        // SAFETY: `off + 32 <= end <= outs[g].len()`; `dst[g]` comes from a
+        // `&mut` slice that nothing else references.
+        unsafe { _mm256_storeu_si256(dst[g].add(off).cast(), a) };
     }
 }
