@@ -5,8 +5,10 @@
 //!   command README.md names and `.ci/run` calls).
 //! - `cargo xtask bench [--quick]`: the kernel benchmarks (criterion) and the
 //!   Go benchmarks of the libraries MinIO uses, side by side in one run.
-//! - `cargo xtask tools`: installs the MinIO server and `mc` (the oracle of
-//!   the interoperability tests) into `target/tools/bin` with `go install`.
+//! - `cargo xtask tools [--update]`: installs the MinIO server and `mc` (the
+//!   oracle of the interoperability tests) into `target/tools/bin` with
+//!   `go install`, reused for 30 days (`TESSERA_TOOLS_MAX_AGE_DAYS`);
+//!   `TESSERA_MINIO` and `TESSERA_MC` name binaries to use instead.
 
 use std::env;
 use std::io::{BufRead, BufReader};
@@ -29,14 +31,14 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench(args.iter().any(|a| a == "--quick")),
-        Some("tools") => tools().map(|_| ()),
+        Some("tools") => tools(args.iter().any(|a| a == "--update")).map(|_| ()),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
                  ci               fmt, clippy, cross-target checks, all tests, benchmarks in test mode\n  \
                  bench [--quick]  criterion kernel benchmarks and the Go (MinIO library) benchmarks\n  \
-                 tools            install the MinIO server and mc into target/tools/bin"
+                 tools [--update] install the MinIO server and mc into target/tools/bin"
             );
             Err("no task given".to_string())
         }
@@ -176,7 +178,7 @@ fn ci() -> Result<(), String> {
     run("check with AVX-512 and GFNI enabled", &mut features)?;
 
     // The real MinIO server and mc: the oracle of the interoperability tests.
-    let (minio, mc) = tools()?;
+    let (minio, mc) = tools(false)?;
 
     let mut counts = Counts::default();
     run_counting(
@@ -212,30 +214,115 @@ fn ci() -> Result<(), String> {
 /// The cargo feature that compiles the tests against the real MinIO.
 const INTEROP_FEATURE: &str = "object/minio-interop";
 
-/// Go modules installed by `cargo xtask tools`, and the binary each gives.
-const GO_TOOLS: &[(&str, &str)] = &[
-    ("github.com/minio/minio@latest", "minio"),
-    ("github.com/minio/mc@latest", "mc"),
+/// Go modules installed by `cargo xtask tools`: (module, binary, the
+/// variable that overrides the installed binary).
+const GO_TOOLS: &[(&str, &str, &str)] = &[
+    ("github.com/minio/minio@latest", "minio", "TESSERA_MINIO"),
+    ("github.com/minio/mc@latest", "mc", "TESSERA_MC"),
 ];
 
-/// Installs MinIO and mc into `target/tools/bin` (kept across runs; delete
-/// the directory to update them). Returns their paths.
-fn tools() -> Result<(PathBuf, PathBuf), String> {
+/// Installed tools older than this many days are installed again
+/// (`TESSERA_TOOLS_MAX_AGE_DAYS` overrides; `cargo xtask tools --update`
+/// reinstalls now).
+const TOOLS_MAX_AGE_DAYS: u64 = 30;
+
+/// The MinIO server and mc, the oracle of the interoperability tests:
+/// `$TESSERA_MINIO` / `$TESSERA_MC` when set (nothing is installed then),
+/// else `target/tools/bin/{minio,mc}`, installed there with `go install`
+/// when missing, older than [`TOOLS_MAX_AGE_DAYS`] or when `update`.
+/// Returns their absolute paths, which `ci` exports to the tests.
+fn tools(update: bool) -> Result<(PathBuf, PathBuf), String> {
     let bin = workspace_root().join("target/tools/bin");
-    std::fs::create_dir_all(&bin).map_err(|e| format!("creating {}: {e}", bin.display()))?;
-    for (module, name) in GO_TOOLS {
-        if bin.join(name).exists() {
-            eprintln!("==> {name}: already installed in {}", bin.display());
+    let max_age_days = match env::var("TESSERA_TOOLS_MAX_AGE_DAYS") {
+        Ok(days) => days
+            .parse::<u64>()
+            .map_err(|_| format!("TESSERA_TOOLS_MAX_AGE_DAYS={days:?} is not a number of days"))?,
+        Err(_) => TOOLS_MAX_AGE_DAYS,
+    };
+    let mut paths = Vec::new();
+    for (module, name, var) in GO_TOOLS {
+        if let Some(path) = env::var_os(var).filter(|p| !p.is_empty()) {
+            let path =
+                std::path::absolute(PathBuf::from(path)).map_err(|e| format!("{var}: {e}"))?;
+            if !path.is_file() {
+                return Err(format!("{var}={} is not a file", path.display()));
+            }
+            eprintln!(
+                "==> {name}: {} (from {var}; not installing)",
+                path.display()
+            );
+            paths.push(path);
             continue;
         }
-        let mut go = Command::new("go");
-        go.args(["install", module])
-            .env("GOBIN", &bin)
-            .env("CGO_ENABLED", "0")
-            .current_dir(workspace_root());
-        run(&format!("go install {module}"), &mut go)?;
+        let path = bin.join(name);
+        match tool_age_days(&path) {
+            Some(age) if !update && age < max_age_days => {
+                eprintln!("==> {name}: {} (installed {age} days ago)", path.display());
+            }
+            age => {
+                if let Some(age) = age {
+                    eprintln!("==> {name}: installed {age} days ago; installing it again");
+                }
+                go_install(module, name, &bin)?;
+            }
+        }
+        paths.push(path);
     }
-    Ok((bin.join("minio"), bin.join("mc")))
+    let mc = paths.pop().expect("two tools");
+    let minio = paths.pop().expect("two tools");
+    for (path, var) in [(&minio, "TESSERA_MINIO"), (&mc, "TESSERA_MC")] {
+        eprintln!("    {var}={}", path.display());
+    }
+    Ok((minio, mc))
+}
+
+/// Days since `path` was last written, `None` if it does not exist.
+fn tool_age_days(path: &Path) -> Option<u64> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let age = std::time::SystemTime::now()
+        .duration_since(modified)
+        .unwrap_or_default();
+    Some(age.as_secs() / 86_400)
+}
+
+/// `go install module` into a staging directory, then moved into `bin`, so
+/// an interrupted install never leaves a partial binary behind. Uses the
+/// normal Go module and build caches, so a second install is quick.
+fn go_install(module: &str, name: &str, bin: &Path) -> Result<(), String> {
+    let staging = bin.with_file_name(format!("staging-{name}"));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging)
+        .map_err(|e| format!("creating {}: {e}", staging.display()))?;
+    let mut go = Command::new("go");
+    go.args(["install", module])
+        .env("GOBIN", &staging)
+        .env("CGO_ENABLED", "0")
+        .current_dir(workspace_root());
+    run(&format!("go install {module}"), &mut go).map_err(|e| {
+        format!("{e}: Go is needed to install {name} (or set the TESSERA_MINIO and TESSERA_MC variables)")
+    })?;
+    std::fs::create_dir_all(bin).map_err(|e| format!("creating {}: {e}", bin.display()))?;
+    let installed = bin.join(name);
+    std::fs::rename(staging.join(name), &installed)
+        .map_err(|e| format!("moving {name} into {}: {e}", bin.display()))?;
+    let _ = std::fs::remove_dir_all(&staging);
+    // Name the exact build in the log: `go version -m` prints the module
+    // version the binary was built from.
+    if let Ok(out) = Command::new("go")
+        .arg("version")
+        .arg("-m")
+        .arg(&installed)
+        .output()
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        if let Some(line) = text.lines().find(|l| l.trim_start().starts_with("mod")) {
+            eprintln!(
+                "    {name}: {}",
+                line.split_whitespace().collect::<Vec<_>>().join(" ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The Go benchmarks of klauspost/reedsolomon and minio/highwayhash, the

@@ -78,6 +78,9 @@ pub enum Error {
         /// Bytes received.
         got: u64,
     },
+    /// S3 `InvalidStorageClass`: not `STANDARD` or `REDUCED_REDUNDANCY`.
+    #[error("invalid storage class {0:?}")]
+    InvalidStorageClass(String),
     /// S3 `InvalidArgument`: a metadata key or value is not acceptable.
     #[error("invalid metadata: {0}")]
     InvalidMetadata(String),

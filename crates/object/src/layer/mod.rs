@@ -2,12 +2,19 @@
 //! drives, in MinIO's on-disk format.
 //!
 //! [`ObjectLayer`] is the entry point: open it over local directories with
-//! [`ObjectLayer::open_dirs`] (or over any [`drive::Drive`]s with
-//! [`ObjectLayer::open`]), then create buckets and put, get, list and delete
-//! objects. Every object lives in one erasure set, chosen by MinIO's keyed
-//! SipHash of its key; inside the set its shards are spread in MinIO's
-//! `hashOrder` rotation. See [`set`] for the write path and its fsync
-//! policy.
+//! [`ObjectLayer::open_dirs`] (or [`ObjectLayer::open_pool_dirs`] for
+//! several pools; over any [`drive::Drive`]s with [`ObjectLayer::open`] and
+//! [`ObjectLayer::open_pools`]), then create buckets and put, get, list and
+//! delete objects. A new key goes to the pool with the most free space, an
+//! existing one stays in its pool; inside a pool every object lives in one
+//! erasure set, chosen by MinIO's keyed SipHash of its key (or the legacy
+//! algorithm the drives were formatted with), and inside the set its shards
+//! are spread in MinIO's `hashOrder` rotation. Parity comes from the
+//! storage class (`STANDARD`, or `REDUCED_REDUNDANCY` through the
+//! `x-amz-storage-class` metadata key; see [`LayerOptions`]). See [`set`]
+//! for the write path and its fsync policy, and [`Error`] for what the S3
+//! gateway maps to S3 error codes. Reads that meet damage queue the object
+//! for healing ([`ObjectLayer::next_heal_request`]).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -44,6 +51,8 @@ use std::time::Duration;
 
 use drive::format::{BUCKETS_VOLUME, META_VOLUME};
 use drive::{Drive, DriveError, FormatErasureV3, LocalDrive, LocalDriveConfig};
+use placement::DistributionAlgo;
+pub use placement::StorageClassConfig;
 use tokio::io::{AsyncRead, AsyncWrite};
 use uuid::Uuid;
 
@@ -57,169 +66,241 @@ pub use types::*;
 use crate::bucketmeta::BucketMetadata;
 use crate::msgp::MsgTime;
 
+/// The metadata key of an object's storage class (`STANDARD` or
+/// `REDUCED_REDUNDANCY`), as the S3 header names it.
+pub const AMZ_STORAGE_CLASS: &str = "x-amz-storage-class";
+
 /// How long an operation waits for an object's lock.
-const LOCK_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const LOCK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Options of [`ObjectLayer::open`].
 #[derive(Debug, Clone, Default)]
 pub struct LayerOptions {
-    /// Parity shards of the `STANDARD` storage class; by set size when
-    /// `None` (2 for 4-5 drives, 3 for 6-7, 4 for 8 and more).
+    /// Parity shards of the `STANDARD` storage class (`EC:n`). When `None`,
+    /// MinIO's default for the first pool's set size (2 for 4-5 drives, 3
+    /// for 6-7, 4 for 8 and more; half the set for deployments formatted
+    /// with the legacy `SIPMOD` distribution). Must fit every pool.
     pub parity: Option<usize>,
-    /// Drives per erasure set; chosen as MinIO does when `None`.
+    /// Parity shards of the `REDUCED_REDUNDANCY` storage class (objects
+    /// PUT with `x-amz-storage-class: REDUCED_REDUNDANCY`); 1 when `None`.
+    pub rrs_parity: Option<usize>,
+    /// Drives per erasure set of fresh pools; chosen as MinIO does when
+    /// `None`. A formatted pool keeps the layout of its `format.json`.
     pub set_drive_count: Option<usize>,
     /// Configuration of the local drives opened by [`ObjectLayer::open_dirs`].
     pub drive: Option<LocalDriveConfig>,
 }
 
-/// Buckets and objects over one pool of erasure sets.
-#[derive(Debug)]
-pub struct ObjectLayer {
-    sets: Vec<ErasureSet>,
-    deployment_id: Uuid,
-    locker: Arc<dyn Locker>,
-    /// Bucket name -> versioning enabled, for buckets seen so far.
-    versioning: Mutex<HashMap<String, bool>>,
-    /// Objects a read found damaged, waiting for the scanner (bounded: when
-    /// full, the next full pass finds them anyway).
-    heal_tx: tokio::sync::mpsc::Sender<HealItem>,
-    heal_rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<HealItem>>,
+/// One pool: a range of the layer's sets and how keys hash onto them.
+#[derive(Debug, Clone)]
+struct Pool {
+    sets: std::ops::Range<usize>,
+    algo: DistributionAlgo,
 }
 
-/// An object version queued for healing.
-type HealItem = (String, String, Option<VersionSel>);
+/// Buckets and objects over pools of erasure sets.
+#[derive(Debug)]
+pub struct ObjectLayer {
+    /// Every set of every pool, pool after pool.
+    sets: Vec<ErasureSet>,
+    pools: Vec<Pool>,
+    deployment_id: Uuid,
+    storage_class: StorageClassConfig,
+    locker: Arc<dyn Locker>,
+    /// Bucket name -> versioning state, for buckets seen so far.
+    versioning: Mutex<HashMap<String, Versioning>>,
+    /// Objects a read found damaged, waiting for the healer (bounded: when
+    /// full, the next full pass finds them anyway).
+    heal_tx: tokio::sync::mpsc::Sender<HealRequest>,
+    heal_rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<HealRequest>>,
+}
+
+/// An object version that a read found damaged: some drives of its set
+/// had no metadata, or missing, unreadable or corrupt shards. The healer
+/// (the scanner, or any consumer of [`ObjectLayer::next_heal_request`])
+/// should run [`ObjectLayer::heal_object`] on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealRequest {
+    /// Bucket.
+    pub bucket: String,
+    /// Key.
+    pub key: String,
+    /// The version read (`Null` for the null version).
+    pub version: Option<VersionSel>,
+    /// Set positions of the drives found bad.
+    pub bad_drives: Vec<usize>,
+}
 
 /// Length of the heal queue.
 const HEAL_QUEUE: usize = 10_000;
+
+/// What `format.json` said about one pool's drives.
+struct PoolFormats {
+    found: Vec<Option<FormatErasureV3>>,
+    /// The format most drives agree on, if any drive is formatted.
+    reference: Option<FormatErasureV3>,
+}
 
 impl ObjectLayer {
     /// Opens (formatting on first use) local directories as one pool; the
     /// directories are created if missing.
     pub async fn open_dirs(dirs: &[PathBuf], opts: LayerOptions) -> Result<ObjectLayer> {
-        let mut drives: Vec<Arc<dyn Drive>> = Vec::with_capacity(dirs.len());
-        for d in dirs {
-            std::fs::create_dir_all(d)
-                .map_err(|e| Error::Layout(format!("creating {}: {e}", d.display())))?;
-            let drive = LocalDrive::open(d.clone(), opts.drive.clone().unwrap_or_default()).await?;
-            drives.push(Arc::new(drive));
-        }
-        Self::open(drives, opts).await
+        Self::open_pool_dirs(&[dirs.to_vec()], opts).await
     }
 
-    /// Opens a pool over `drives` (in endpoint order): formats fresh drives,
-    /// checks formatted ones (a drive of another deployment, or out of
-    /// place, is refused), formats replaced (empty) drives into their slot,
-    /// and removes what crashed writes left in the temp area.
+    /// Opens local directories as several pools (MinIO's server pools: one
+    /// argument of `minio server` each), formatting fresh ones.
+    pub async fn open_pool_dirs(pools: &[Vec<PathBuf>], opts: LayerOptions) -> Result<ObjectLayer> {
+        let mut out = Vec::with_capacity(pools.len());
+        for dirs in pools {
+            let mut drives: Vec<Arc<dyn Drive>> = Vec::with_capacity(dirs.len());
+            for d in dirs {
+                std::fs::create_dir_all(d)
+                    .map_err(|e| Error::Layout(format!("creating {}: {e}", d.display())))?;
+                let cfg = opts.drive.clone().unwrap_or_default();
+                drives.push(Arc::new(LocalDrive::open(d.clone(), cfg).await?));
+            }
+            out.push(drives);
+        }
+        Self::open_pools(out, opts).await
+    }
+
+    /// Opens one pool over `drives` (in endpoint order); see
+    /// [`open_pools`](Self::open_pools).
     pub async fn open(drives: Vec<Arc<dyn Drive>>, opts: LayerOptions) -> Result<ObjectLayer> {
-        let n = drives.len();
-        if n == 0 {
+        Self::open_pools(vec![drives], opts).await
+    }
+
+    /// Opens pools of drives (each in endpoint order): formats fresh
+    /// drives, checks formatted ones (a drive of another deployment, or
+    /// out of place, is refused; all pools must share the deployment id
+    /// and distribution algorithm), formats replaced (empty) drives into
+    /// their slot, formats a fresh pool added to a deployment with its id,
+    /// and removes what crashed writes left in the temp area.
+    pub async fn open_pools(
+        pools: Vec<Vec<Arc<dyn Drive>>>,
+        opts: LayerOptions,
+    ) -> Result<ObjectLayer> {
+        if pools.is_empty() || pools.iter().any(Vec::is_empty) {
             return Err(Error::Layout("no drives".into()));
         }
-        let set_size = match opts.set_drive_count {
-            Some(s) => s,
-            None => placement::choose_set_drive_count(n, None, None)
-                .map_err(|e| Error::Layout(e.to_string()))?,
-        };
-        if set_size == 0 || !n.is_multiple_of(set_size) {
-            return Err(Error::Layout(format!(
-                "{n} drives do not split into sets of {set_size}"
-            )));
+        let mut formats = Vec::with_capacity(pools.len());
+        for drives in &pools {
+            formats.push(load_pool_formats(drives).await?);
         }
-        let parity = opts
-            .parity
-            .unwrap_or_else(|| placement::default_parity(set_size));
+        // One deployment, one distribution algorithm.
+        let mut deployment: Option<(Uuid, DistributionAlgo)> = None;
+        for (p, f) in formats.iter().enumerate() {
+            let Some(r) = &f.reference else { continue };
+            let id = r.deployment_id().ok_or_else(|| {
+                Error::Layout(format!("pool {p}: format without a deployment id"))
+            })?;
+            let algo = DistributionAlgo::from_format_name(&r.xl.distribution_algo)
+                .map_err(|e| Error::Layout(format!("pool {p}: {e}")))?;
+            match deployment {
+                None => deployment = Some((id, algo)),
+                Some((d, a)) if d == id && a == algo => {}
+                Some((d, a)) => {
+                    return Err(Error::Layout(format!(
+                        "pool {p} belongs to deployment {id} ({algo}), pool 0 to {d} ({a})"
+                    )));
+                }
+            }
+        }
+        let (deployment_id, algo) =
+            deployment.unwrap_or_else(|| (Uuid::new_v4(), DistributionAlgo::CURRENT));
 
-        // Formats: load all, agree on a reference, fill in fresh drives.
-        let mut found: Vec<Option<FormatErasureV3>> = Vec::with_capacity(n);
-        let mut unformatted = 0;
-        for d in &drives {
-            match drive::load_format(d.as_ref()).await {
-                Ok(f) => found.push(Some(f)),
-                Err(DriveError::Unformatted) => {
-                    unformatted += 1;
-                    found.push(None);
-                }
-                Err(e) => return Err(Error::Layout(format!("{}: {e}", d.label()))),
+        let mut set_sizes = Vec::with_capacity(pools.len());
+        for (p, (drives, f)) in pools.iter().zip(formats).enumerate() {
+            let size = format_pool(p, drives, f, deployment_id, algo, opts.set_drive_count).await?;
+            set_sizes.push(size);
+        }
+
+        // Storage classes: resolved for the first pool's sets, as MinIO
+        // does, and valid for every pool.
+        let first = set_sizes[0];
+        let standard = match (opts.parity, algo) {
+            (Some(p), _) => Some(placement::StorageClass::new(p)),
+            (None, DistributionAlgo::SipMod) => Some(placement::StorageClass::new(first / 2)),
+            (None, _) => None,
+        };
+        let storage_class = StorageClassConfig::resolve(
+            standard,
+            opts.rrs_parity.map(placement::StorageClass::new),
+            first,
+        )
+        .map_err(|e| Error::Layout(e.to_string()))?;
+        for (p, &size) in set_sizes.iter().enumerate() {
+            for parity in [storage_class.standard_parity(), storage_class.rrs_parity()] {
+                placement::validate_parity(parity, size)
+                    .map_err(|e| Error::Layout(format!("pool {p}: {e}")))?;
             }
         }
-        let reference = if unformatted == n {
-            let deployment = Uuid::new_v4();
-            let sets: Vec<Vec<Uuid>> = (0..n / set_size)
-                .map(|_| (0..set_size).map(|_| Uuid::new_v4()).collect())
-                .collect();
-            let formats = drive::build_formats(deployment, &sets)
-                .map_err(|e| Error::Layout(e.to_string()))?;
-            for (d, f) in drives.iter().zip(&formats) {
-                drive::save_format(d.as_ref(), f, false).await?;
-            }
-            tracing::info!(%deployment, drives = n, set_size, parity, "formatted fresh drives");
-            formats[0].clone()
-        } else {
-            // The most common deployment id among formatted drives.
-            let mut count: HashMap<String, usize> = HashMap::new();
-            for f in found.iter().flatten() {
-                *count.entry(f.id.clone()).or_default() += 1;
-            }
-            let (id, _) = count
-                .into_iter()
-                .max_by_key(|(_, c)| *c)
-                .ok_or_else(|| Error::Layout("no formatted drive".into()))?;
-            let reference = found
-                .iter()
-                .flatten()
-                .find(|f| f.id == id)
-                .cloned()
-                .ok_or_else(|| Error::Layout("no reference format".into()))?;
-            if reference.drive_count() != n {
-                return Err(Error::Layout(format!(
-                    "the drives were formatted for {} drives, {n} given",
-                    reference.drive_count()
-                )));
-            }
-            for (i, (d, f)) in drives.iter().zip(&found).enumerate() {
-                let expected = drive::DrivePosition {
-                    set: i / set_size,
-                    disk: i % set_size,
-                };
-                match f {
-                    Some(f) => {
-                        drive::check_format(&reference, f, Some(expected))
-                            .map_err(|e| Error::Layout(format!("{}: {e}", d.label())))?;
-                        d.set_id(f.this_id());
-                    }
-                    None => {
-                        // A replaced drive: give it its slot's format.
-                        let mut f = reference.clone();
-                        f.xl.this = reference.xl.sets[expected.set][expected.disk].clone();
-                        drive::save_format(d.as_ref(), &f, false).await?;
-                        tracing::warn!(drive = %d.label(), "formatted a replaced drive; heal it");
-                    }
-                }
-            }
-            reference
-        };
-        let deployment_id = reference
-            .deployment_id()
-            .ok_or_else(|| Error::Layout("format without a deployment id".into()))?;
+
         let mut sets = Vec::new();
-        for chunk in drives.chunks(set_size) {
-            let set = ErasureSet::new(chunk.to_vec(), parity)?;
-            set.ensure_meta_volumes().await;
-            let cleaned = set.clean_tmp().await;
-            if cleaned > 0 {
-                tracing::info!(cleaned, "removed leftovers of interrupted writes");
+        let mut pool_ranges = Vec::with_capacity(pools.len());
+        for (drives, &size) in pools.iter().zip(&set_sizes) {
+            let start = sets.len();
+            for chunk in drives.chunks(size) {
+                let set = ErasureSet::new(chunk.to_vec(), storage_class.standard_parity())?;
+                set.ensure_meta_volumes().await;
+                let cleaned = set.clean_tmp().await;
+                if cleaned > 0 {
+                    tracing::info!(cleaned, "removed leftovers of interrupted writes");
+                }
+                sets.push(set);
             }
-            sets.push(set);
+            pool_ranges.push(Pool {
+                sets: start..sets.len(),
+                algo,
+            });
         }
         let (heal_tx, heal_rx) = tokio::sync::mpsc::channel(HEAL_QUEUE);
-        Ok(ObjectLayer {
+        let layer = ObjectLayer {
             sets,
+            pools: pool_ranges,
             deployment_id,
+            storage_class,
             locker: Arc::new(LocalLocker::new()),
             versioning: Mutex::new(HashMap::new()),
             heal_tx,
             heal_rx: tokio::sync::Mutex::new(heal_rx),
-        })
+        };
+        layer.spread_buckets().await;
+        Ok(layer)
+    }
+
+    /// Creates every bucket (a volume on a majority of some pool's drives)
+    /// on the drives that lack it: a pool added to the deployment, or a
+    /// replaced drive, gets the buckets the others have.
+    async fn spread_buckets(&self) {
+        let mut buckets: Vec<String> = Vec::new();
+        for p in 0..self.pools.len() {
+            let mut count: HashMap<String, usize> = HashMap::new();
+            let mut n = 0;
+            for d in self.pool_sets(p).iter().flat_map(|s| s.drives()) {
+                n += 1;
+                for v in d.list_volumes().await.unwrap_or_default() {
+                    *count.entry(v.name).or_default() += 1;
+                }
+            }
+            for (name, c) in count {
+                if c > n / 2 && names::check_bucket(&name).is_ok() && !buckets.contains(&name) {
+                    buckets.push(name);
+                }
+            }
+        }
+        for b in &buckets {
+            for d in self.drives() {
+                match d.make_volume(b).await {
+                    Ok(()) => {
+                        tracing::info!(drive = %d.label(), bucket = %b, "created missing bucket")
+                    }
+                    Err(DriveError::VolumeExists) => {}
+                    Err(e) => tracing::warn!(drive = %d.label(), bucket = %b, "{e}"),
+                }
+            }
+        }
     }
 
     /// Replaces the lock service (the cluster's, later).
@@ -233,9 +314,27 @@ impl ObjectLayer {
         self.deployment_id
     }
 
-    /// The erasure sets.
+    /// The resolved storage classes (parity of `STANDARD` and
+    /// `REDUCED_REDUNDANCY`).
+    pub fn storage_class(&self) -> StorageClassConfig {
+        self.storage_class
+    }
+
+    /// Every erasure set of every pool, pool after pool.
     pub fn sets(&self) -> &[ErasureSet] {
         &self.sets
+    }
+
+    /// Number of pools.
+    pub fn pool_count(&self) -> usize {
+        self.pools.len()
+    }
+
+    /// The erasure sets of pool `pool`.
+    pub fn pool_sets(&self, pool: usize) -> &[ErasureSet] {
+        self.pools
+            .get(pool)
+            .map_or(&[][..], |p| &self.sets[p.sets.clone()])
     }
 
     /// Every drive, in set order.
@@ -243,15 +342,107 @@ impl ObjectLayer {
         self.sets.iter().flat_map(|s| s.drives())
     }
 
-    fn set_for(&self, key: &str) -> &ErasureSet {
+    /// The set of pool `pool` that holds `key`.
+    fn set_in(&self, pool: usize, key: &str) -> &ErasureSet {
+        let p = &self.pools[pool.min(self.pools.len() - 1)];
+        let count = p.sets.len();
         let i = placement::set_index_for(
             placement::set_key(key).as_bytes(),
             &self.deployment_id,
-            self.sets.len(),
-            placement::DistributionAlgo::CURRENT,
+            count,
+            p.algo,
         )
         .unwrap_or(0);
-        &self.sets[i.min(self.sets.len() - 1)]
+        &self.sets[p.sets.start + i.min(count - 1)]
+    }
+
+    /// The pool holding `key` (the version `version`, or its latest
+    /// version, delete markers included), if any: with several pools the
+    /// one whose copy is newest, as MinIO picks it.
+    async fn pool_holding(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+    ) -> Result<Option<usize>> {
+        if self.pools.len() == 1 {
+            return Ok(Some(0));
+        }
+        let dir = names::object_dir(key);
+        let mut best: Option<(i64, usize)> = None;
+        let mut failure = None;
+        for p in 0..self.pools.len() {
+            let set = self.set_in(p, key);
+            let metas = set.read_metas(bucket, &dir).await;
+            match set.resolve(bucket, key, metas, version) {
+                Ok(r) => {
+                    let t = r.version.mod_time();
+                    if best.is_none_or(|(bt, _)| t > bt) {
+                        best = Some((t, p));
+                    }
+                }
+                Err(e) if e.is_not_found() => {}
+                Err(e) => failure = Some(e),
+            }
+        }
+        match (best, failure) {
+            (Some((_, p)), _) => Ok(Some(p)),
+            (None, Some(e)) => Err(e),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// The pool an operation on an existing object goes to (pool 0 when
+    /// no pool has it: the operation then reports it missing).
+    async fn pool_for_read(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+    ) -> Result<usize> {
+        Ok(self.pool_holding(bucket, key, version).await?.unwrap_or(0))
+    }
+
+    /// The pool a new version of `key` goes to: the pool already holding
+    /// the key, else the pool with the most free space.
+    async fn pool_for_write(&self, bucket: &str, key: &str) -> Result<usize> {
+        if let Some(p) = self.pool_holding(bucket, key, None).await? {
+            return Ok(p);
+        }
+        let mut best = (0u64, 0usize);
+        for p in 0..self.pools.len() {
+            let mut free = 0u64;
+            for set in self.pool_sets(p) {
+                for d in set.drives() {
+                    if let Ok(info) = d.disk_info().await {
+                        free = free.saturating_add(info.free);
+                    }
+                }
+            }
+            if free > best.0 {
+                best = (free, p);
+            }
+        }
+        Ok(best.1)
+    }
+
+    /// The parity of a new object: `opts.parity` when given, else its
+    /// storage class's (`x-amz-storage-class` among the metadata).
+    fn parity_for(&self, opts: &PutOptions) -> Result<usize> {
+        if let Some(p) = opts.parity {
+            return Ok(p);
+        }
+        match opts
+            .metadata
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(AMZ_STORAGE_CLASS))
+        {
+            None => Ok(self.storage_class.standard_parity()),
+            Some((_, v)) => match placement::StorageClassName::parse(v) {
+                Some(_) => Ok(self.storage_class.parity_for(v)),
+                None => Err(Error::InvalidStorageClass(v.clone())),
+            },
+        }
     }
 
     fn drive_count(&self) -> usize {
@@ -268,22 +459,35 @@ impl ObjectLayer {
     pub async fn make_bucket(&self, bucket: &str) -> Result<()> {
         names::check_bucket(bucket)?;
         let _g = self.locker.write(bucket, LOCK_TIMEOUT).await?;
-        let (mut ok, mut exists) = (0, 0);
-        for d in self.drives() {
-            match d.make_volume(bucket).await {
-                Ok(()) => ok += 1,
-                Err(DriveError::VolumeExists) => exists += 1,
-                Err(e) => tracing::warn!(drive = %d.label(), "make bucket: {e}"),
+        // Every pool needs the bucket on a majority of its drives.
+        let mut created: Vec<&Arc<dyn Drive>> = Vec::new();
+        let (mut exists, mut short) = (0, None);
+        for p in 0..self.pools.len() {
+            let (mut ok, mut ex, mut n) = (0, 0, 0);
+            for d in self.pool_sets(p).iter().flat_map(|s| s.drives()) {
+                n += 1;
+                match d.make_volume(bucket).await {
+                    Ok(()) => {
+                        ok += 1;
+                        created.push(d);
+                    }
+                    Err(DriveError::VolumeExists) => ex += 1,
+                    Err(e) => tracing::warn!(drive = %d.label(), "make bucket: {e}"),
+                }
             }
+            if ok + ex < n / 2 + 1 {
+                short = Some((ok + ex, n / 2 + 1));
+            }
+            exists += ex;
         }
         if exists >= self.bucket_quorum() {
             return Err(Error::BucketExists(bucket.into()));
         }
-        if ok + exists < self.bucket_quorum() {
-            return Err(Error::WriteQuorum {
-                ok: ok + exists,
-                needed: self.bucket_quorum(),
-            });
+        if let Some((ok, needed)) = short {
+            for d in created {
+                let _ = d.delete_volume(bucket, false).await;
+            }
+            return Err(Error::WriteQuorum { ok, needed });
         }
         let now = set::now_nanos();
         let meta = BucketMetadata::new(bucket.to_owned(), MsgTime::from_unix_nanos(now));
@@ -291,7 +495,7 @@ impl ObjectLayer {
         self.versioning
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(bucket.to_owned(), false);
+            .insert(bucket.to_owned(), Versioning::Unversioned);
         Ok(())
     }
 
@@ -306,8 +510,14 @@ impl ObjectLayer {
             size: Some(bytes.len() as u64),
             ..PutOptions::default()
         };
-        self.set_for(&key)
-            .put(META_VOLUME, &key, &mut &bytes[..], &opts, false)
+        let pool = self.pool_for_write(META_VOLUME, &key).await?;
+        let set = self.set_in(pool, &key);
+        // MinIO saves configuration with `MaxParity`: half the set.
+        let opts = PutOptions {
+            parity: Some(set.drives().len() / 2),
+            ..opts
+        };
+        set.put(META_VOLUME, &key, &mut &bytes[..], &opts, false, None)
             .await?;
         Ok(())
     }
@@ -315,7 +525,8 @@ impl ObjectLayer {
     async fn load_bucket_meta(&self, bucket: &str) -> Result<BucketMetadata<'static>> {
         let key = Self::bucket_meta_key(bucket);
         let mut out = Vec::new();
-        self.set_for(&key)
+        let pool = self.pool_for_read(META_VOLUME, &key, None).await?;
+        self.set_in(pool, &key)
             .get(META_VOLUME, &key, &GetOptions::default(), &mut out)
             .await?;
         let meta = BucketMetadata::decode(&out)
@@ -354,6 +565,12 @@ impl ObjectLayer {
 
     /// Whether versioning is enabled on `bucket`.
     pub async fn bucket_versioning(&self, bucket: &str) -> Result<bool> {
+        Ok(self.bucket_versioning_state(bucket).await?.is_enabled())
+    }
+
+    /// The versioning state of `bucket` (enabled, suspended, or never
+    /// enabled).
+    pub async fn bucket_versioning_state(&self, bucket: &str) -> Result<Versioning> {
         if let Some(v) = self
             .versioning
             .lock()
@@ -363,8 +580,8 @@ impl ObjectLayer {
             return Ok(*v);
         }
         let v = match self.load_bucket_meta(bucket).await {
-            Ok(m) => versioning_enabled(&m.versioning_config_xml),
-            Err(e) if e.is_not_found() => false,
+            Ok(m) => Versioning::from_config_xml(&m.versioning_config_xml),
+            Err(e) if e.is_not_found() => Versioning::Unversioned,
             Err(e) => return Err(e),
         };
         self.versioning
@@ -395,7 +612,14 @@ impl ObjectLayer {
         self.versioning
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(bucket.to_owned(), enabled);
+            .insert(
+                bucket.to_owned(),
+                if enabled {
+                    Versioning::Enabled
+                } else {
+                    Versioning::Suspended
+                },
+            );
         Ok(())
     }
 
@@ -421,7 +645,7 @@ impl ObjectLayer {
             let (created, versioning) = match self.load_bucket_meta(&name).await {
                 Ok(m) => (
                     m.created.secs * 1_000_000_000 + i64::from(m.created.nanos),
-                    versioning_enabled(&m.versioning_config_xml),
+                    Versioning::from_config_xml(&m.versioning_config_xml).is_enabled(),
                 ),
                 Err(_) => (0, false),
             };
@@ -440,7 +664,7 @@ impl ObjectLayer {
         let (created, versioning) = match self.load_bucket_meta(bucket).await {
             Ok(m) => (
                 m.created.secs * 1_000_000_000 + i64::from(m.created.nanos),
-                versioning_enabled(&m.versioning_config_xml),
+                Versioning::from_config_xml(&m.versioning_config_xml).is_enabled(),
             ),
             Err(_) => (0, false),
         };
@@ -502,12 +726,40 @@ impl ObjectLayer {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
         let versioned = self.bucket_versioning(bucket).await?;
-        let _g = self
-            .locker
-            .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
-            .await?;
-        self.set_for(key)
-            .put(bucket, key, body, opts, versioned)
+        let parity = self.parity_for(opts)?;
+        let with_parity;
+        let opts = if opts.parity.is_none() && parity != self.storage_class.standard_parity() {
+            with_parity = PutOptions {
+                parity: Some(parity),
+                ..opts.clone()
+            };
+            &with_parity
+        } else {
+            opts
+        };
+        let resource = format!("{bucket}/{key}");
+        if self.pools.len() == 1 {
+            // The object's lock is taken for the commit only (see
+            // `ErasureSet::put`): a slow upload blocks no reader.
+            return self
+                .set_in(0, key)
+                .put(
+                    bucket,
+                    key,
+                    body,
+                    opts,
+                    versioned,
+                    Some((self.locker.as_ref(), &resource)),
+                )
+                .await;
+        }
+        // Several pools: choosing the pool and committing must not
+        // interleave with another writer of the key, so the lock covers
+        // the whole PUT (as MinIO's pools do).
+        let _g = self.locker.write(&resource, LOCK_TIMEOUT).await?;
+        let pool = self.pool_for_write(bucket, key).await?;
+        self.set_in(pool, key)
+            .put(bucket, key, body, opts, versioned, None)
             .await
     }
 
@@ -540,14 +792,17 @@ impl ObjectLayer {
                 .locker
                 .read(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
                 .await?;
-            self.set_for(key).get(bucket, key, opts, out).await?
+            let pool = self.pool_for_read(bucket, key, opts.version_id).await?;
+            self.set_in(pool, key).get(bucket, key, opts, out).await?
         };
         if !res.1.bad_drives.is_empty() {
             // Best effort: a full queue is caught up by the next full pass.
-            let version = Some(res.0.version_id.map_or(VersionSel::Null, VersionSel::Id));
-            let _ = self
-                .heal_tx
-                .try_send((bucket.to_owned(), key.to_owned(), version));
+            let _ = self.heal_tx.try_send(HealRequest {
+                bucket: bucket.to_owned(),
+                key: key.to_owned(),
+                version: Some(res.0.version_id.map_or(VersionSel::Null, VersionSel::Id)),
+                bad_drives: res.1.bad_drives.clone(),
+            });
         }
         Ok(res)
     }
@@ -555,6 +810,23 @@ impl ObjectLayer {
     /// Objects waiting in the heal queue.
     pub fn heal_queue_len(&self) -> usize {
         HEAL_QUEUE - self.heal_tx.capacity()
+    }
+
+    /// The next object version queued for healing by a read that met
+    /// damage, waiting for one. The queue is shared: the scanner started
+    /// by [`spawn_scanner`](Self::spawn_scanner) takes from it too.
+    pub async fn next_heal_request(&self) -> HealRequest {
+        let mut rx = self.heal_rx.lock().await;
+        match rx.recv().await {
+            Some(r) => r,
+            // The layer holds a sender, so the queue never closes.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The next queued heal request, if one is waiting now.
+    pub fn try_next_heal_request(&self) -> Option<HealRequest> {
+        self.heal_rx.try_lock().ok()?.try_recv().ok()
     }
 
     /// HEAD of an object.
@@ -570,7 +842,8 @@ impl ObjectLayer {
             .locker
             .read(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
             .await?;
-        self.set_for(key).head(bucket, key, version).await
+        let pool = self.pool_for_read(bucket, key, version).await?;
+        self.set_in(pool, key).head(bucket, key, version).await
     }
 
     /// Deletes an object (or one version of it).
@@ -582,13 +855,19 @@ impl ObjectLayer {
     ) -> Result<DeleteResult> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
-        let versioned = self.bucket_versioning(bucket).await?;
+        let versioning = self.bucket_versioning_state(bucket).await?;
         let _g = self
             .locker
             .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
             .await?;
-        self.set_for(key)
-            .delete(bucket, key, version, versioned)
+        let pool = if version.is_none() && versioning != Versioning::Unversioned {
+            // A delete marker is a new version.
+            self.pool_for_write(bucket, key).await?
+        } else {
+            self.pool_for_read(bucket, key, version).await?
+        };
+        self.set_in(pool, key)
+            .delete(bucket, key, version, versioning)
             .await
     }
 
@@ -618,9 +897,14 @@ impl ObjectLayer {
         };
         // Stream through a bounded pipe: the reader fills it while the
         // writer drains it, so memory stays bounded for any object size.
+        // The reader holds the source's read lock only while it reads, and
+        // the writer takes the destination's write lock only to commit,
+        // after the reader is done: copying an object onto itself, or two
+        // copies in opposite directions, cannot deadlock.
         let (mut rd, mut wr) = tokio::io::duplex(4 << 20);
         let get_opts = GetOptions {
-            version_id: src_version,
+            // The version HEAD saw, so a newer version cannot slip in.
+            version_id: src_version.or(src.version_id.map(VersionSel::Id)),
             range: None,
         };
         let reader = async {
@@ -638,6 +922,23 @@ impl ObjectLayer {
 
     // ---- multipart uploads ------------------------------------------------
 
+    /// The pool holding an upload (pool 0 when none does: the operation
+    /// then reports it missing).
+    async fn upload_pool(&self, bucket: &str, key: &str, upload_id: &str) -> Result<usize> {
+        if self.pools.len() > 1 {
+            for p in 0..self.pools.len() {
+                if self
+                    .set_in(p, key)
+                    .has_upload(bucket, key, upload_id)
+                    .await?
+                {
+                    return Ok(p);
+                }
+            }
+        }
+        Ok(0)
+    }
+
     /// Starts a multipart upload; returns its id.
     pub async fn create_multipart_upload(
         &self,
@@ -647,8 +948,13 @@ impl ObjectLayer {
     ) -> Result<String> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
-        self.set_for(key)
-            .create_multipart(bucket, key, opts, self.deployment_id)
+        let opts = PutOptions {
+            parity: Some(self.parity_for(opts)?),
+            ..opts.clone()
+        };
+        let pool = self.pool_for_write(bucket, key).await?;
+        self.set_in(pool, key)
+            .create_multipart(bucket, key, &opts, self.deployment_id)
             .await
     }
 
@@ -669,7 +975,8 @@ impl ObjectLayer {
             .locker
             .read(&format!("{bucket}/{key}/{upload_id}"), LOCK_TIMEOUT)
             .await?;
-        self.set_for(key)
+        let pool = self.upload_pool(bucket, key, upload_id).await?;
+        self.set_in(pool, key)
             .upload_part(bucket, key, upload_id, number, body, size)
             .await
     }
@@ -683,7 +990,10 @@ impl ObjectLayer {
     ) -> Result<Vec<UploadedPart>> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
-        self.set_for(key).list_parts(bucket, key, upload_id).await
+        let pool = self.upload_pool(bucket, key, upload_id).await?;
+        self.set_in(pool, key)
+            .list_parts(bucket, key, upload_id)
+            .await
     }
 
     /// Completes an upload from `(part number, ETag)` pairs in ascending
@@ -708,7 +1018,8 @@ impl ObjectLayer {
             .locker
             .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
             .await?;
-        self.set_for(key)
+        let pool = self.upload_pool(bucket, key, upload_id).await?;
+        self.set_in(pool, key)
             .complete_multipart(bucket, key, upload_id, parts, versioned)
             .await
     }
@@ -726,7 +1037,8 @@ impl ObjectLayer {
             .locker
             .write(&format!("{bucket}/{key}/{upload_id}"), LOCK_TIMEOUT)
             .await?;
-        self.set_for(key)
+        let pool = self.upload_pool(bucket, key, upload_id).await?;
+        self.set_in(pool, key)
             .abort_multipart(bucket, key, upload_id)
             .await
     }
@@ -759,7 +1071,8 @@ impl ObjectLayer {
             .locker
             .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
             .await?;
-        self.set_for(key).heal(bucket, key, version).await
+        let pool = self.pool_for_read(bucket, key, version).await?;
+        self.set_in(pool, key).heal(bucket, key, version).await
     }
 
     /// Lists objects (V1 and V2 semantics; see [`ListOptions`]).
@@ -780,9 +1093,114 @@ impl ObjectLayer {
     }
 }
 
-fn versioning_enabled(xml: &[u8]) -> bool {
-    let s = String::from_utf8_lossy(xml);
-    s.contains("<Status>Enabled</Status>")
+/// Reads `format.json` of every drive of a pool and finds the format most
+/// of them agree on.
+async fn load_pool_formats(drives: &[Arc<dyn Drive>]) -> Result<PoolFormats> {
+    let mut found: Vec<Option<FormatErasureV3>> = Vec::with_capacity(drives.len());
+    for d in drives {
+        match drive::load_format(d.as_ref()).await {
+            Ok(f) => found.push(Some(f)),
+            Err(DriveError::Unformatted) => found.push(None),
+            Err(e) => return Err(Error::Layout(format!("{}: {e}", d.label()))),
+        }
+    }
+    // The most common deployment id (ties: the first drive's).
+    let mut count: Vec<(&str, usize)> = Vec::new();
+    for f in found.iter().flatten() {
+        match count.iter_mut().find(|(id, _)| *id == f.id) {
+            Some(c) => c.1 += 1,
+            None => count.push((&f.id, 1)),
+        }
+    }
+    let best = count
+        .iter()
+        .fold(None::<(&str, usize)>, |b, &(id, c)| match b {
+            Some((_, bc)) if bc >= c => b,
+            _ => Some((id, c)),
+        })
+        .map(|(id, _)| id.to_owned());
+    let reference = best.and_then(|id| found.iter().flatten().find(|f| f.id == id).cloned());
+    Ok(PoolFormats { found, reference })
+}
+
+/// Formats a fresh pool (or checks a formatted one, giving replaced drives
+/// their slot's format). Returns the pool's set size.
+async fn format_pool(
+    pool: usize,
+    drives: &[Arc<dyn Drive>],
+    formats: PoolFormats,
+    deployment: Uuid,
+    algo: DistributionAlgo,
+    want_set_size: Option<usize>,
+) -> Result<usize> {
+    let n = drives.len();
+    let layout_err = |m: String| Error::Layout(format!("pool {pool}: {m}"));
+    let Some(reference) = formats.reference else {
+        let set_size = match want_set_size {
+            Some(s) => s,
+            // One drive: MinIO's single-drive mode (`xl-single`), a set of
+            // one drive with no parity.
+            None if n == 1 => 1,
+            None => placement::choose_set_drive_count(n, None, None)
+                .map_err(|e| layout_err(e.to_string()))?,
+        };
+        if set_size == 0 || !n.is_multiple_of(set_size) {
+            return Err(layout_err(format!(
+                "{n} drives do not split into sets of {set_size}"
+            )));
+        }
+        let sets: Vec<Vec<Uuid>> = (0..n / set_size)
+            .map(|_| (0..set_size).map(|_| Uuid::new_v4()).collect())
+            .collect();
+        let formats =
+            drive::build_formats(deployment, &sets).map_err(|e| layout_err(e.to_string()))?;
+        for (d, f) in drives.iter().zip(formats) {
+            let mut f = f;
+            // A pool added to a deployment takes its distribution.
+            f.xl.distribution_algo = algo.format_name().to_owned();
+            drive::save_format(d.as_ref(), &f, false).await?;
+            d.set_id(f.this_id());
+        }
+        tracing::info!(%deployment, pool, drives = n, set_size, "formatted fresh drives");
+        return Ok(set_size);
+    };
+    if reference.drive_count() != n {
+        return Err(layout_err(format!(
+            "the drives were formatted for {} drives, {n} given",
+            reference.drive_count()
+        )));
+    }
+    let set_size = reference.xl.sets.first().map_or(0, Vec::len);
+    if set_size == 0 || reference.xl.sets.iter().any(|s| s.len() != set_size) {
+        return Err(layout_err("format.json has uneven sets".into()));
+    }
+    if want_set_size.is_some_and(|s| s != set_size) {
+        return Err(layout_err(format!(
+            "the drives were formatted in sets of {set_size}"
+        )));
+    }
+    for (i, (d, f)) in drives.iter().zip(&formats.found).enumerate() {
+        let expected = drive::DrivePosition {
+            set: i / set_size,
+            disk: i % set_size,
+        };
+        match f {
+            Some(f) => {
+                drive::check_format(&reference, f, Some(expected))
+                    .map_err(|e| layout_err(format!("{}: {e}", d.label())))?;
+                d.set_id(f.this_id());
+            }
+            None => {
+                // A replaced drive: give it its slot's format.
+                let mut f = reference.clone();
+                f.xl.this = reference.xl.sets[expected.set][expected.disk].clone();
+                drive::save_format(d.as_ref(), &f, false).await?;
+                d.set_id(f.this_id());
+                tracing::warn!(drive = %d.label(), "formatted a replaced drive; heal it");
+            }
+        }
+    }
+    Ok(set_size)
 }
 
 /// Options of the background scanner.
@@ -936,17 +1354,14 @@ impl ObjectLayer {
                 let deadline = tokio::time::Instant::now() + opts.interval;
                 let mut pacer = Pacer::new(opts.versions_per_sec);
                 loop {
-                    let next = {
-                        let mut rx = layer.heal_rx.lock().await;
-                        tokio::select! {
-                            item = rx.recv() => item,
-                            _ = tokio::time::sleep_until(deadline) => None,
-                        }
+                    let next = tokio::select! {
+                        item = layer.next_heal_request() => Some(item),
+                        _ = tokio::time::sleep_until(deadline) => None,
                     };
-                    let Some((bucket, key, version)) = next else {
+                    let Some(req) = next else {
                         break;
                     };
-                    let r = layer.heal_object(&bucket, &key, version).await;
+                    let r = layer.heal_object(&req.bucket, &req.key, req.version).await;
                     {
                         let mut p = prog.lock().unwrap_or_else(|p| p.into_inner());
                         p.checked += 1;

@@ -24,7 +24,7 @@ use super::error::{Error, Result};
 use super::names::object_dir;
 use super::set::{
     BLOCK_SIZE, ErasureSet, MAX_XL_META, XL_META, check_metadata, new_version, now_nanos,
-    object_info, read_full,
+    object_info,
 };
 use super::types::{ObjectInfo, PutOptions};
 use crate::xlmeta::{ErasureParams, ObjectVersion, Version, XlMeta};
@@ -188,6 +188,20 @@ impl ErasureSet {
         }
     }
 
+    /// Whether this set holds the upload (agreed by a read quorum).
+    pub(crate) async fn has_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<bool> {
+        match self.upload_version(bucket, key, upload_id).await {
+            Ok(_) => Ok(true),
+            Err(Error::NoSuchUpload(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Uploads (or replaces) one part.
     #[allow(clippy::too_many_arguments)]
     pub async fn upload_part<R: AsyncRead + Unpin + Send>(
@@ -218,37 +232,17 @@ impl ErasureSet {
         let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
         let tmp_id = Uuid::new_v4().to_string();
         let tmp_part = format!("{tmp_id}/part.{number}");
-        let mut first = vec![0u8; BLOCK_SIZE];
-        let got = read_full(body, &mut first).await?;
-        first.truncate(got);
-        let mut ended = got < BLOCK_SIZE;
-        let mut next = Vec::new();
-        if !ended {
-            next = vec![0u8; BLOCK_SIZE];
-            let g = read_full(body, &mut next).await?;
-            next.truncate(g);
-            ended = g == 0;
-        }
         let (total, etag, failed) = self
             .stream_to_tmp(
                 &rs,
                 (k, m),
                 &distribution,
                 body,
-                (first, next, ended, got as u64),
-                Md5::new(),
-                size,
+                (size, MAX_PART_SIZE),
                 (&tmp_id, &tmp_part),
                 quorum,
             )
             .await?;
-        if total > MAX_PART_SIZE {
-            self.remove_tmp(&tmp_id).await;
-            return Err(Error::EntityTooLarge {
-                size: total,
-                limit: MAX_PART_SIZE,
-            });
-        }
         let part = UploadedPart {
             number,
             etag,

@@ -31,7 +31,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
+use super::LOCK_TIMEOUT;
 use super::error::{Error, Result};
+use super::lock::{LockGuard, Locker};
 use super::names::object_dir;
 use super::types::*;
 use crate::xlmeta::{
@@ -74,6 +76,73 @@ pub(crate) fn shard_data_len(size: u64, k: usize) -> u64 {
     (size / b) * shard + (size % b).div_ceil(k as u64)
 }
 
+/// The largest inline shard: MinIO's inline block (128 KiB), an eighth of
+/// it for objects of versioned buckets.
+pub(crate) fn inline_limit(versioned: bool) -> u64 {
+    if versioned {
+        INLINE_SHARD_LIMIT / 8
+    } else {
+        INLINE_SHARD_LIMIT
+    }
+}
+
+/// The largest object stored inline on `k` data shards. MinIO's rule
+/// (`storageclass.ShouldInline` on `Erasure.ShardFileSize`) inlines an
+/// object whose shard data, `shard_data_len(size, k)`, is at most `limit`
+/// bytes: with many data shards that includes objects of more than one
+/// block.
+pub(crate) fn max_inline_size(k: usize, limit: u64) -> u64 {
+    // shard_data_len(f * BLOCK + r) = f * shard + ceil(r / k) for r < BLOCK,
+    // and `rem * k < BLOCK` because `rem < shard = ceil(BLOCK / k)`.
+    let shard = (BLOCK_SIZE as u64).div_ceil(k as u64);
+    (limit / shard) * BLOCK_SIZE as u64 + (limit % shard) * k as u64
+}
+
+/// Takes the object's write lock when one is to be taken here.
+async fn take_lock(lock: Option<(&dyn Locker, &str)>) -> Result<Option<LockGuard>> {
+    match lock {
+        Some((l, resource)) => Ok(Some(l.write(resource, LOCK_TIMEOUT).await?)),
+        None => Ok(None),
+    }
+}
+
+/// The erasure coder of an object: Reed-Solomon, or none at all for sets
+/// without parity (a single drive: MinIO's `xl-single`, EC 1+0, and any
+/// `EC:0` storage class), where the shards are the data.
+#[derive(Debug, Clone)]
+pub(crate) enum Coder {
+    Rs(ReedSolomon),
+    NoParity(usize),
+}
+
+impl Coder {
+    pub(crate) fn data_shards(&self) -> usize {
+        match self {
+            Coder::Rs(rs) => rs.data_shards(),
+            Coder::NoParity(k) => *k,
+        }
+    }
+
+    fn encode(&self, data: &[&[u8]], parity: &mut [&mut [u8]]) -> Result<()> {
+        match self {
+            Coder::Rs(rs) => rs
+                .encode(data, parity)
+                .map_err(|e| Error::Internal(format!("encode: {e}"))),
+            Coder::NoParity(_) => Ok(()),
+        }
+    }
+
+    fn reconstruct_data(&self, shards: &mut [Vec<u8>], present: &[bool]) -> Result<()> {
+        match self {
+            Coder::Rs(rs) => rs
+                .reconstruct_data(shards, present)
+                .map_err(|e| Error::Internal(format!("reconstruct: {e}"))),
+            // Unreachable: without parity, k intact shards are the data.
+            Coder::NoParity(_) => Err(Error::Internal("no parity to rebuild from".into())),
+        }
+    }
+}
+
 /// What a heal writes besides metadata: the version, the temp directory of
 /// rebuilt shard files, and rebuilt inline records per drive.
 type HealData<'a> = (&'a ObjectVersion<'static>, &'a str, &'a [Option<Vec<u8>>]);
@@ -96,7 +165,7 @@ pub(crate) struct Resolved {
 pub struct ErasureSet {
     pub(crate) drives: Vec<Arc<dyn Drive>>,
     default_parity: usize,
-    coders: Mutex<HashMap<(usize, usize), ReedSolomon>>,
+    coders: Mutex<HashMap<(usize, usize), Coder>>,
     pub(crate) bitrot: Bitrot,
 }
 
@@ -137,12 +206,16 @@ impl ErasureSet {
         self.default_parity
     }
 
-    pub(crate) fn coder(&self, k: usize, m: usize) -> Result<ReedSolomon> {
+    pub(crate) fn coder(&self, k: usize, m: usize) -> Result<Coder> {
         let mut c = self.coders.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(rs) = c.get(&(k, m)) {
             return Ok(rs.clone());
         }
-        let rs = ReedSolomon::new(k, m).map_err(|e| Error::Internal(format!("coder: {e}")))?;
+        let rs = if m == 0 {
+            Coder::NoParity(k)
+        } else {
+            Coder::Rs(ReedSolomon::new(k, m).map_err(|e| Error::Internal(format!("coder: {e}")))?)
+        };
         c.insert((k, m), rs.clone());
         Ok(rs)
     }
@@ -351,7 +424,13 @@ impl ErasureSet {
     }
 
     /// PUT: stores `body` as a new version of `bucket`/`key` (the null
-    /// version unless `versioned`). The caller holds the object's lock.
+    /// version unless `versioned`).
+    ///
+    /// The body is erasure-coded into the temp area first, with no lock
+    /// held; `lock`, when given, is taken only for the commit (the
+    /// read-modify-write of `xl.meta` and the rename of the data
+    /// directory), so a slow upload never blocks readers of the object.
+    /// Without `lock` the caller must hold the object's write lock.
     pub async fn put<R: AsyncRead + Unpin + Send>(
         &self,
         bucket: &str,
@@ -359,6 +438,7 @@ impl ErasureSet {
         body: &mut R,
         opts: &PutOptions,
         versioned: bool,
+        lock: Option<(&dyn Locker, &str)>,
     ) -> Result<ObjectInfo> {
         let n = self.drives.len();
         let m = opts.parity.unwrap_or(self.default_parity);
@@ -386,28 +466,6 @@ impl ErasureSet {
             [0; 16]
         };
         let data_dir = *Uuid::new_v4().as_bytes();
-        let mut md5 = Md5::new();
-
-        // The first block decides between inline and streamed.
-        let mut first = vec![0u8; BLOCK_SIZE];
-        let got = read_full(body, &mut first).await?;
-        first.truncate(got);
-        let total = got as u64;
-        let mut ended = got < BLOCK_SIZE;
-        let mut next = Vec::new();
-        if !ended {
-            next = vec![0u8; BLOCK_SIZE];
-            let g = read_full(body, &mut next).await?;
-            next.truncate(g);
-            if g == 0 {
-                ended = true;
-            }
-        }
-        let inline_limit = if versioned {
-            INLINE_SHARD_LIMIT / 8
-        } else {
-            INLINE_SHARD_LIMIT
-        };
         let quorum = Self::write_quorum(k, m);
         let erasure = ErasureParams {
             data_blocks: k as u8,
@@ -416,25 +474,31 @@ impl ErasureSet {
             distribution: distribution.iter().map(|&d| d as u8).collect(),
         };
 
-        if ended && (total as usize).div_ceil(k) as u64 <= inline_limit {
-            check_size(opts, total)?;
-            md5.update(&first);
-            let etag = hex::encode(md5.finalize());
-            let records = self.encode_block(&rs, &first, k, m)?;
-            let mut shards: Vec<Vec<u8>> = vec![Vec::new(); n];
-            for (d, &s) in distribution.iter().enumerate() {
-                shards[d] = if total == 0 {
-                    Vec::new()
-                } else {
-                    records[s - 1].clone()
-                };
+        // Inline or streamed: MinIO's rule on the object's size (see
+        // `should_inline`). An unannounced size is found by reading up to
+        // one byte past the largest inline object.
+        let max_inline = max_inline_size(k, inline_limit(versioned));
+        let mut prefix = Vec::new();
+        if opts.size.is_none_or(|s| s <= max_inline) {
+            // One byte more than announced (or than the largest inline
+            // object) tells a body that runs long.
+            let cap = opts.size.map_or(max_inline, |s| s.min(max_inline));
+            prefix = vec![0u8; cap as usize + 1];
+            let got = read_full(body, &mut prefix).await?;
+            prefix.truncate(got);
+            if got as u64 <= max_inline {
+                let total = got as u64;
+                check_size_of(opts.size, total)?;
+                let etag = hex::encode(Md5::digest(&prefix));
+                let shards = self.encode_inline(&rs, &prefix, k, m, &distribution)?;
+                let mut ov = new_version(version_id, data_dir, total, erasure, opts, &etag);
+                ov.set_sys(META_INLINE_DATA, b"true".to_vec());
+                let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
+                let _g = take_lock(lock).await?;
+                self.commit(bucket, &dir, ov, Some(shards), None, quorum)
+                    .await?;
+                return Ok(info);
             }
-            let mut ov = new_version(version_id, data_dir, total, erasure, opts, &etag);
-            ov.set_sys(META_INLINE_DATA, b"true".to_vec());
-            let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
-            self.commit(bucket, &dir, ov, Some(shards), None, quorum)
-                .await?;
-            return Ok(info);
         }
 
         // Streamed: shard files in the temp area, one writer task per drive.
@@ -446,18 +510,17 @@ impl ErasureSet {
                 &rs,
                 (k, m),
                 &distribution,
-                body,
-                (first, next, ended, total),
-                md5,
-                opts.size,
+                &mut (&prefix[..]).chain(body),
+                (opts.size, MAX_OBJECT_SIZE),
                 (&tmp_id, &tmp_part),
                 quorum,
             )
             .await?;
         let ov = new_version(version_id, data_dir, total, erasure, opts, &etag);
         let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
-        let r = self
-            .commit(
+        let r = async {
+            let _g = take_lock(lock).await?;
+            self.commit(
                 bucket,
                 &dir,
                 ov,
@@ -465,28 +528,57 @@ impl ErasureSet {
                 Some((TMP_VOLUME, &tmp_id, &failed)),
                 quorum,
             )
-            .await;
+            .await
+        }
+        .await;
         self.remove_tmp(&tmp_id).await;
         r?;
         Ok(info)
     }
 
-    /// Streams a body, from its first blocks already read (`first`, the
-    /// look-ahead `next`, whether the body `ended`, bytes so far), through
-    /// the erasure coder to `tmp_part` in the temp area of every drive, one
-    /// writer task per drive fed by a bounded channel. Returns the size, the
-    /// hex MD5 and the drives that failed; fails (leaving nothing) below
-    /// the write quorum.
+    /// The `k + m` inline payloads of a small object: per drive (in set
+    /// order), the bitrot records of its shard of every block, back to
+    /// back, exactly as a streamed shard file would hold them (MinIO keeps
+    /// this stream in `xl.meta`).
+    fn encode_inline(
+        &self,
+        rs: &Coder,
+        data: &[u8],
+        k: usize,
+        m: usize,
+        distribution: &[usize],
+    ) -> Result<Vec<Vec<u8>>> {
+        let n = k + m;
+        let len = shard_data_len(data.len() as u64, k) as usize
+            + data.len().div_ceil(BLOCK_SIZE) * HASH_LEN;
+        let mut by_shard: Vec<Vec<u8>> = (0..n).map(|_| Vec::with_capacity(len)).collect();
+        for block in data.chunks(BLOCK_SIZE) {
+            let records = self.encode_block(rs, block, k, m)?;
+            for (s, rec) in records.iter().enumerate() {
+                by_shard[s].extend_from_slice(rec);
+            }
+        }
+        let mut out = vec![Vec::new(); n];
+        for (d, &s) in distribution.iter().enumerate() {
+            out[d] = std::mem::take(&mut by_shard[s - 1]);
+        }
+        Ok(out)
+    }
+
+    /// Streams `body` through the erasure coder to `tmp_part` in the temp
+    /// area of every drive, one writer task per drive fed by a bounded
+    /// channel (one erasure block in flight per drive at most
+    /// `WRITE_QUEUE` deep). Returns the size, the hex MD5 and the drives
+    /// that failed; fails (leaving nothing) below the write quorum, or if
+    /// the body is not `size` bytes long when `size` is given.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn stream_to_tmp<R: AsyncRead + Unpin + Send>(
         &self,
-        rs: &ReedSolomon,
+        rs: &Coder,
         (k, m): (usize, usize),
         distribution: &[usize],
         body: &mut R,
-        (first, mut next, mut ended, mut total): (Vec<u8>, Vec<u8>, bool, u64),
-        mut md5: Md5,
-        size: Option<u64>,
+        (size, max): (Option<u64>, u64),
         (tmp_id, tmp_part): (&str, &str),
         quorum: usize,
     ) -> Result<(u64, String, Vec<bool>)> {
@@ -512,94 +604,108 @@ impl ErasureSet {
             });
             senders.push(Some(tx));
         }
-        let mut failed = vec![false; n];
-        let mut cur = first;
-        loop {
-            md5.update(&cur);
-            if !cur.is_empty() {
-                let records = self.encode_block(rs, &cur, k, m)?;
-                for (d, &s) in distribution.iter().enumerate() {
-                    let Some(tx) = &senders[d] else { continue };
-                    let rec = &records[s - 1];
-                    let mut buf = AlignedBuf::with_capacity(rec.len()).map_err(Error::Drive)?;
-                    buf.extend_from_slice(rec);
-                    if tx.send(buf).await.is_err() {
-                        failed[d] = true;
-                        senders[d] = None;
-                    }
-                }
-                let alive = senders.iter().filter(|s| s.is_some()).count();
-                if alive < quorum {
-                    drop(senders);
-                    tasks.abort_all();
-                    self.remove_tmp(tmp_id).await;
-                    return Err(Error::WriteQuorum {
-                        ok: alive,
-                        needed: quorum,
-                    });
-                }
-            }
-            if ended {
-                break;
-            }
-            cur = std::mem::take(&mut next);
-            total += cur.len() as u64;
-            if total > MAX_OBJECT_SIZE || size.is_some_and(|s| total > s) {
-                drop(senders);
+        let fed = self
+            .feed_writers(
+                rs,
+                (k, m),
+                distribution,
+                body,
+                (size, max),
+                &mut senders,
+                quorum,
+            )
+            .await;
+        drop(senders);
+        let (total, etag) = match fed {
+            Ok(x) => x,
+            Err(e) => {
+                // Stop the writers (and wait for them to let go of their
+                // files) before removing the temp directory.
                 tasks.abort_all();
+                while tasks.join_next().await.is_some() {}
                 self.remove_tmp(tmp_id).await;
+                return Err(e);
+            }
+        };
+        let mut done = vec![false; n];
+        while let Some(r) = tasks.join_next().await {
+            match r {
+                Ok((d, Ok(_))) => done[d] = true,
+                Ok((d, Err(e))) => {
+                    tracing::warn!(drive = %self.drives[d].label(), "shard write failed: {e}");
+                }
+                Err(e) => tracing::warn!("shard writer task failed: {e}"),
+            }
+        }
+        let failed: Vec<bool> = done.iter().map(|d| !d).collect();
+        let ok = done.iter().filter(|d| **d).count();
+        if ok < quorum {
+            self.remove_tmp(tmp_id).await;
+            return Err(Error::WriteQuorum { ok, needed: quorum });
+        }
+        Ok((total, etag, failed))
+    }
+
+    /// Reads `body` block by block, MD5s it, erasure-codes every block and
+    /// hands each drive's record to its writer. Returns the size and the
+    /// hex MD5.
+    #[allow(clippy::too_many_arguments)]
+    async fn feed_writers<R: AsyncRead + Unpin + Send>(
+        &self,
+        rs: &Coder,
+        (k, m): (usize, usize),
+        distribution: &[usize],
+        body: &mut R,
+        (size, max): (Option<u64>, u64),
+        senders: &mut [Option<mpsc::Sender<AlignedBuf>>],
+        quorum: usize,
+    ) -> Result<(u64, String)> {
+        let mut md5 = Md5::new();
+        let mut total = 0u64;
+        let mut block = vec![0u8; BLOCK_SIZE];
+        loop {
+            let got = read_full(body, &mut block).await?;
+            total += got as u64;
+            if total > max || size.is_some_and(|s| total > s) {
                 return Err(match size {
-                    Some(s) if s < MAX_OBJECT_SIZE => Error::IncompleteBody {
+                    Some(s) if s <= max => Error::IncompleteBody {
                         expected: s,
                         got: total,
                     },
                     _ => Error::EntityTooLarge {
                         size: total,
-                        limit: MAX_OBJECT_SIZE,
+                        limit: max,
                     },
                 });
             }
-            if cur.len() < BLOCK_SIZE {
-                ended = true;
-            } else {
-                next = vec![0u8; BLOCK_SIZE];
-                let g = match read_full(body, &mut next).await {
-                    Ok(g) => g,
-                    Err(e) => {
-                        drop(senders);
-                        tasks.abort_all();
-                        self.remove_tmp(tmp_id).await;
-                        return Err(e);
-                    }
-                };
-                next.truncate(g);
-                if g == 0 {
-                    ended = true;
+            if got == 0 {
+                break;
+            }
+            let cur = &block[..got];
+            md5.update(cur);
+            let records = self.encode_block(rs, cur, k, m)?;
+            for (d, &s) in distribution.iter().enumerate() {
+                let Some(tx) = &senders[d] else { continue };
+                let rec = &records[s - 1];
+                let mut buf = AlignedBuf::with_capacity(rec.len()).map_err(Error::Drive)?;
+                buf.extend_from_slice(rec);
+                if tx.send(buf).await.is_err() {
+                    senders[d] = None;
                 }
             }
-        }
-        drop(senders);
-        if let Err(e) = check_size_of(size, total) {
-            tasks.abort_all();
-            self.remove_tmp(tmp_id).await;
-            return Err(e);
-        }
-        while let Some(r) = tasks.join_next().await {
-            match r {
-                Ok((_, Ok(_))) => {}
-                Ok((d, Err(e))) => {
-                    tracing::warn!(drive = %self.drives[d].label(), "shard write failed: {e}");
-                    failed[d] = true;
-                }
-                Err(_) => {}
+            let alive = senders.iter().filter(|s| s.is_some()).count();
+            if alive < quorum {
+                return Err(Error::WriteQuorum {
+                    ok: alive,
+                    needed: quorum,
+                });
+            }
+            if got < BLOCK_SIZE {
+                break;
             }
         }
-        let ok = failed.iter().filter(|f| !**f).count();
-        if ok < quorum {
-            self.remove_tmp(tmp_id).await;
-            return Err(Error::WriteQuorum { ok, needed: quorum });
-        }
-        Ok((total, hex::encode(md5.finalize()), failed))
+        check_size_of(size, total)?;
+        Ok((total, hex::encode(md5.finalize())))
     }
 
     /// Splits `block` into `k` data shards of `ceil(len / k)` bytes (the last
@@ -607,7 +713,7 @@ impl ErasureSet {
     /// bitrot records `[hash][shard]`.
     pub(crate) fn encode_block(
         &self,
-        rs: &ReedSolomon,
+        rs: &Coder,
         block: &[u8],
         k: usize,
         m: usize,
@@ -623,8 +729,7 @@ impl ErasureSet {
             let (data, parity) = records.split_at_mut(k);
             let d: Vec<&[u8]> = data.iter().map(|r| &r[HASH_LEN..]).collect();
             let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|r| &mut r[HASH_LEN..]).collect();
-            rs.encode(&d, &mut p)
-                .map_err(|e| Error::Internal(format!("encode: {e}")))?;
+            rs.encode(&d, &mut p)?;
         }
         for rec in &mut records {
             let h = self.bitrot.sum(&rec[HASH_LEN..]);
@@ -900,7 +1005,7 @@ impl ErasureSet {
     #[allow(clippy::too_many_arguments)]
     async fn read_block(
         &self,
-        rs: &ReedSolomon,
+        rs: &Coder,
         bucket: &str,
         path: &str,
         r: &Resolved,
@@ -939,7 +1044,9 @@ impl ErasureSet {
                         let rec = r.metas[d]
                             .as_ref()
                             .and_then(|m| {
-                                m.inline_data(&r.version.version_id()).map(<[u8]>::to_vec)
+                                m.inline_data(&r.version.version_id())
+                                    .and_then(|p| inline_slice(p, b, frame))
+                                    .map(<[u8]>::to_vec)
                             })
                             .ok_or(DriveError::FileNotFound);
                         (s, d, rec)
@@ -982,11 +1089,7 @@ impl ErasureSet {
             for (s, d, rec) in results {
                 let ok = match rec {
                     Ok(rec) => {
-                        let data = if inline {
-                            inline_record(&rec, b, sl, frame, &self.bitrot)
-                        } else {
-                            frame.open(b, &rec).map(|x| x.to_vec()).ok()
-                        };
+                        let data = frame.open(b, &rec).map(|x| x.to_vec()).ok();
                         match data {
                             Some(data) if data.len() == sl => {
                                 shards[s] = data;
@@ -1028,28 +1131,32 @@ impl ErasureSet {
                     *sh = vec![0u8; sl];
                 }
             }
-            rs.reconstruct_data(&mut shards, &present)
-                .map_err(|e| Error::Internal(format!("reconstruct: {e}")))?;
+            rs.reconstruct_data(&mut shards, &present)?;
         }
         Ok(shards)
     }
 
-    /// DELETE of `bucket`/`key`: in a versioned bucket without a version, a
-    /// new delete marker; otherwise the version (the null one by default)
-    /// is removed, with its data.
+    /// DELETE of `bucket`/`key`, with S3's semantics for the bucket's
+    /// versioning state: without a version, a versioned bucket gets a new
+    /// delete marker, a suspended one a null delete marker (replacing the
+    /// null version, whose data goes), an unversioned one loses the null
+    /// version; with a version, that version is removed, with its data.
     pub async fn delete(
         &self,
         bucket: &str,
         key: &str,
         version: Option<VersionSel>,
-        versioned: bool,
+        versioning: Versioning,
     ) -> Result<DeleteResult> {
         let dir = object_dir(key);
         let n = self.drives.len();
         let quorum = n / 2 + 1;
-        if versioned && version.is_none() {
-            let vid = Uuid::new_v4();
-            let dm = DeleteMarker::new(*vid.as_bytes(), now_nanos());
+        if version.is_none() && versioning != Versioning::Unversioned {
+            let vid = match versioning {
+                Versioning::Enabled => Some(Uuid::new_v4()),
+                _ => None,
+            };
+            let dm = DeleteMarker::new(vid.map_or([0; 16], |v| *v.as_bytes()), now_nanos());
             let mut set = JoinSet::new();
             for drive in &self.drives {
                 let (drive, bucket, dir) = (drive.clone(), bucket.to_owned(), dir.clone());
@@ -1061,8 +1168,18 @@ impl ErasureSet {
                         Err(DriveError::FileNotFound) => XlMeta::new(),
                         Err(e) => return Err(Error::Drive(e)),
                     };
-                    meta.add_version(Version::delete_marker(dm, WRITTEN_BY))?;
+                    let vid = dm.version_id;
+                    let replaced = meta.add_version(Version::delete_marker(dm, WRITTEN_BY))?;
+                    meta.remove_inline_data(&vid);
                     drive.write_all(&bucket, &path, meta.encode()?).await?;
+                    // The null version a suspended bucket's marker replaced.
+                    if let Some(o) = replaced.as_ref().and_then(Version::as_object)
+                        && !o.inline_data()
+                        && meta.shared_data_dir_count(&vid, &o.data_dir) == 0
+                    {
+                        let p = format!("{dir}/{}", Uuid::from_bytes(o.data_dir));
+                        let _ = drive.delete(&bucket, &p, true).await;
+                    }
                     Ok(())
                 });
             }
@@ -1071,7 +1188,7 @@ impl ErasureSet {
                 return Err(Error::WriteQuorum { ok, needed: quorum });
             }
             return Ok(DeleteResult {
-                version_id: Some(vid),
+                version_id: vid,
                 delete_marker: true,
             });
         }
@@ -1215,13 +1332,8 @@ impl ErasureSet {
                 let path = format!("{dir}/{data_dir}/part.{pn}");
                 let blocks = psize.div_ceil(block_size);
                 if inline {
-                    let rec = r.metas[d].as_ref().and_then(|mt| mt.inline_data(&vid));
-                    let sl = (psize as usize).div_ceil(k);
-                    let ok = match rec {
-                        Some(rec) => inline_record(rec, 0, sl, &frame, &self.bitrot).is_some(),
-                        None => false,
-                    };
-                    if !ok {
+                    let payload = r.metas[d].as_ref().and_then(|mt| mt.inline_data(&vid));
+                    if !payload.is_some_and(|p| inline_intact(p, &frame)) {
                         need[d] = true;
                     }
                     continue;
@@ -1325,8 +1437,7 @@ impl ErasureSet {
                     if sl > 0 {
                         let d: Vec<&[u8]> = data.iter().map(|x| &x[..]).collect();
                         let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|x| &mut x[..]).collect();
-                        rs.encode(&d, &mut p)
-                            .map_err(|e| Error::Internal(format!("encode: {e}")))?;
+                        rs.encode(&d, &mut p)?;
                     }
                 }
                 for &d in &targets {
@@ -1337,7 +1448,9 @@ impl ErasureSet {
                         rec.extend_from_slice(&shards[s]);
                     }
                     if inline {
-                        inline_recs[d] = Some(rec);
+                        inline_recs[d]
+                            .get_or_insert_with(Vec::new)
+                            .extend_from_slice(&rec);
                     } else if let Some(w) = writers[d].as_mut() {
                         let r2 = async {
                             let mut buf = AlignedBuf::with_capacity(rec.len().max(1))?;
@@ -1464,23 +1577,23 @@ fn inline_of(ov: &ObjectVersion<'_>) -> bool {
     ov.inline_data()
 }
 
-/// Verifies an inline record (the whole shard stream of a small object: one
-/// block) and returns its data.
-fn inline_record(
-    rec: &[u8],
-    b: u64,
-    sl: usize,
-    frame: &bitrot::ShardFrame,
-    _bitrot: &Bitrot,
-) -> Option<Vec<u8>> {
-    if sl == 0 {
-        return if rec.is_empty() {
-            Some(Vec::new())
-        } else {
-            None
-        };
+/// Record `b` of an inline payload (the drive's whole shard stream, as a
+/// shard file would hold it), or `None` if the payload does not have the
+/// layout's length (truncated or padded: damage).
+fn inline_slice<'a>(payload: &'a [u8], b: u64, frame: &bitrot::ShardFrame) -> Option<&'a [u8]> {
+    let layout = frame.layout();
+    if payload.len() as u64 != layout.file_size() {
+        return None;
     }
-    frame.open(b, rec).ok().map(<[u8]>::to_vec)
+    let off = usize::try_from(layout.record_offset(b)?).ok()?;
+    payload.get(off..off + layout.record_len(b)?)
+}
+
+/// Whether every record of an inline payload is intact.
+fn inline_intact(payload: &[u8], frame: &bitrot::ShardFrame) -> bool {
+    (0..frame.layout().blocks())
+        .all(|b| inline_slice(payload, b, frame).is_some_and(|rec| frame.open(b, rec).is_ok()))
+        && payload.len() as u64 == frame.layout().file_size()
 }
 
 pub(crate) async fn commit_one(
@@ -1503,8 +1616,13 @@ pub(crate) async fn commit_one(
         None => XlMeta::new(),
     };
     let vid = ov.version_id;
-    if let Some(s) = shard {
-        meta.set_inline_data(&vid, s);
+    match shard {
+        Some(s) => meta.set_inline_data(&vid, s),
+        // A streamed version replacing an inline one (the null version)
+        // must not leave the old payload behind.
+        None => {
+            meta.remove_inline_data(&vid);
+        }
     }
     let replaced = meta.add_version(Version::object(ov, WRITTEN_BY))?;
     if let Some((vol, src)) = tmp_src {
@@ -1569,10 +1687,6 @@ pub(crate) async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -
         got += n;
     }
     Ok(got)
-}
-
-fn check_size(opts: &PutOptions, total: u64) -> Result<()> {
-    check_size_of(opts.size, total)
 }
 
 fn check_size_of(size: Option<u64>, total: u64) -> Result<()> {
@@ -1706,5 +1820,32 @@ pub(crate) fn object_info(bucket: &str, key: &str, v: &Version<'_>, is_latest: b
             inline: false,
             internal: BTreeMap::new(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// MinIO's inline decision, literally.
+    fn should_inline(size: u64, k: usize, limit: u64) -> bool {
+        shard_data_len(size, k) <= limit
+    }
+
+    #[test]
+    fn max_inline_size_is_minio_s_threshold() {
+        for k in 1..=16 {
+            for versioned in [false, true] {
+                let limit = inline_limit(versioned);
+                let max = max_inline_size(k, limit);
+                assert!(should_inline(max, k, limit), "k={k} {versioned}");
+                assert!(!should_inline(max + 1, k, limit), "k={k} {versioned}");
+            }
+        }
+        // 2 data shards: 256 KiB; 12 data shards (16 drives, EC:4): more
+        // than one 1 MiB block.
+        assert_eq!(max_inline_size(2, INLINE_SHARD_LIMIT), 256 << 10);
+        assert_eq!(max_inline_size(2, INLINE_SHARD_LIMIT / 8), 32 << 10);
+        assert!(max_inline_size(12, INLINE_SHARD_LIMIT) > BLOCK_SIZE as u64);
     }
 }

@@ -191,3 +191,36 @@ pub struct HealResult {
     /// Set positions of drives whose shards or metadata were rewritten.
     pub healed_drives: Vec<usize>,
 }
+
+/// A bucket's versioning state, as S3 defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Versioning {
+    /// Never enabled: every key has only its null version.
+    #[default]
+    Unversioned,
+    /// Every PUT makes a new version; DELETE adds a delete marker.
+    Enabled,
+    /// PUT replaces the null version; DELETE replaces it with a null
+    /// delete marker; older versions stay.
+    Suspended,
+}
+
+impl Versioning {
+    /// From a `VersioningConfiguration` document (MinIO keeps it in the
+    /// bucket's `.metadata.bin`).
+    pub fn from_config_xml(xml: &[u8]) -> Versioning {
+        let s = String::from_utf8_lossy(xml);
+        if s.contains("<Status>Enabled</Status>") {
+            Versioning::Enabled
+        } else if s.contains("<Status>Suspended</Status>") {
+            Versioning::Suspended
+        } else {
+            Versioning::Unversioned
+        }
+    }
+
+    /// Whether new versions get ids (versioning enabled).
+    pub fn is_enabled(self) -> bool {
+        self == Versioning::Enabled
+    }
+}
