@@ -1,13 +1,28 @@
-//! s3-gateway: Tessera's S3 front end.
+//! s3-gateway: Tessera's S3 front end, the only crate that knows HTTP and
+//! S3 XML.
 //!
-//! Today: [`auth`], the sans-IO authentication core: AWS Signature
-//! Version 4 in the `Authorization` header and in presigned URLs, checked
-//! as S3 checks it (canonical request, credential scope, 15-minute clock
-//! skew, constant-time comparison), the binding of the body to the
-//! signature (`x-amz-content-sha256`, verified while the body streams),
-//! and an incremental decoder of `aws-chunked` bodies (signed chunks,
-//! checksum trailers). Errors are typed and carry their S3 code and HTTP
-//! status. It works on `http` types (`http::request::Parts`, `HeaderMap`,
-//! `Uri`), so the hyper service that comes next plugs it in directly.
+//! - [`Gateway`]: the S3 service over an [`object::layer::ObjectLayer`].
+//!   [`Gateway::handle`] takes an `http::Request` whose body is any
+//!   `http_body::Body` (hyper's `Incoming` in the daemon) and answers with a
+//!   streaming [`ResponseBody`]: routing (path-style and virtual-host
+//!   style), SigV4 authentication, S3 operations, S3 XML errors. It opens no
+//!   socket and reads no environment: the `tessera` daemon does.
+//! - [`auth`]: the sans-IO authentication core: AWS Signature Version 4 in
+//!   the `Authorization` header and in presigned URLs, the binding of the
+//!   body to the signature (`x-amz-content-sha256`, verified while the body
+//!   streams), and an incremental decoder of `aws-chunked` bodies (signed
+//!   chunks, checksum trailers).
 
 pub mod auth;
+mod body;
+mod checksum;
+mod error;
+mod handlers;
+mod service;
+mod time;
+mod xml;
+
+pub use error::S3Error;
+pub use service::{
+    Gateway, GatewayConfig, GatewayLimits, RequestObserver, RequestRecord, ResponseBody,
+};

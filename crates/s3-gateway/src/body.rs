@@ -1,0 +1,431 @@
+//! Request and response bodies.
+//!
+//! [`BodyReader`] turns the request body into the `AsyncRead` the object
+//! layer consumes, and checks it while it streams: the signed payload hash
+//! or the `aws-chunked` decoding (chunk signatures, trailers), the size
+//! limit, `Content-MD5` and `x-amz-checksum-*`. Every check that needs the
+//! whole body runs when the body ends, before the reader reports its end,
+//! so the object layer (which always reads to the end before it commits)
+//! never stores a body that failed one. A stalled client is cut off after
+//! an idle timeout.
+//!
+//! [`ResponseBody`] is the body of every response: empty, one buffer, or a
+//! stream fed by the task that reads the object.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use md5::Md5;
+use md5::digest::Digest as _;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::mpsc;
+
+use crate::auth::{ChecksumAlgorithm, ChunkedDecoder, Payload, PayloadSha256Verifier};
+use crate::checksum::Hasher;
+use crate::error::S3Error;
+
+enum Mode {
+    Plain,
+    Sha256(PayloadSha256Verifier),
+    Chunked(Box<ChunkedDecoder>),
+}
+
+/// Where the expected value of a checksum comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum Expected {
+    /// A request header gave it.
+    Header(String),
+    /// An `aws-chunked` trailer will give it.
+    Trailer,
+}
+
+/// The checks of one request body.
+pub(crate) struct BodyChecks {
+    /// How the signature binds the body.
+    pub payload: Payload,
+    /// `Content-MD5`, decoded.
+    pub content_md5: Option<[u8; 16]>,
+    /// `x-amz-checksum-*` to verify.
+    pub checksum: Option<(ChecksumAlgorithm, Expected)>,
+    /// Most payload bytes accepted, and the error code beyond it.
+    pub limit: (u64, &'static str),
+    /// Longest wait for the next piece of the body.
+    pub idle_timeout: Duration,
+}
+
+/// The request body as an `AsyncRead`, verified while read.
+pub(crate) struct BodyReader<B> {
+    inner: B,
+    mode: Option<Mode>,
+    pending: Bytes,
+    md5: Option<(Md5, [u8; 16])>,
+    checksum: Option<(Hasher, ChecksumAlgorithm, Expected)>,
+    total: u64,
+    raw: u64,
+    limit: (u64, &'static str),
+    idle_timeout: Duration,
+    idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    finished: bool,
+    failed: bool,
+    /// The verified checksum (algorithm, base64 value), once the body ended.
+    pub(crate) verified_checksum: Option<(ChecksumAlgorithm, String)>,
+}
+
+fn fail(e: S3Error) -> io::Error {
+    io::Error::other(e)
+}
+
+impl<B> BodyReader<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    pub(crate) fn new(inner: B, checks: BodyChecks) -> BodyReader<B> {
+        let mode = match checks.payload {
+            Payload::Unsigned => Mode::Plain,
+            Payload::Sha256(v) => Mode::Sha256(v),
+            Payload::Chunked(d) => Mode::Chunked(d),
+        };
+        BodyReader {
+            inner,
+            mode: Some(mode),
+            pending: Bytes::new(),
+            md5: checks.content_md5.map(|m| (Md5::new(), m)),
+            checksum: checks
+                .checksum
+                .map(|(alg, exp)| (Hasher::new(alg), alg, exp)),
+            total: 0,
+            raw: 0,
+            limit: checks.limit,
+            idle_timeout: checks.idle_timeout,
+            idle: None,
+            finished: false,
+            failed: false,
+            verified_checksum: None,
+        }
+    }
+
+    /// Bytes received on the wire so far (chunk framing included).
+    pub(crate) fn raw_len(&self) -> u64 {
+        self.raw
+    }
+
+    fn absorb(&mut self, data: Bytes) -> Result<(), S3Error> {
+        self.raw += data.len() as u64;
+        let payload = match self.mode.as_mut() {
+            Some(Mode::Plain) => data,
+            Some(Mode::Sha256(v)) => {
+                v.update(&data);
+                data
+            }
+            Some(Mode::Chunked(d)) => {
+                let mut out = Vec::with_capacity(data.len());
+                d.decode_into(&data, &mut out)?;
+                Bytes::from(out)
+            }
+            None => return Err(S3Error::internal("body read after its end")),
+        };
+        self.total += payload.len() as u64;
+        if self.total > self.limit.0 {
+            return Err(S3Error::new(self.limit.1));
+        }
+        if let Some((h, _)) = &mut self.md5 {
+            h.update(&payload);
+        }
+        if let Some((h, _, _)) = &mut self.checksum {
+            h.update(&payload);
+        }
+        self.pending = payload;
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), S3Error> {
+        let trailers = match self.mode.take() {
+            Some(Mode::Plain) | None => None,
+            Some(Mode::Sha256(v)) => {
+                v.finish()?;
+                None
+            }
+            Some(Mode::Chunked(d)) => Some(d.finish()?),
+        };
+        if let Some((h, want)) = self.md5.take()
+            && h.finalize().as_slice() != want
+        {
+            return Err(S3Error::new("BadDigest"));
+        }
+        if let Some((h, alg, exp)) = self.checksum.take() {
+            let got = h.finish_base64();
+            let want = match exp {
+                Expected::Header(v) => Some(v),
+                Expected::Trailer => trailers
+                    .as_ref()
+                    .and_then(|t| t.get(alg))
+                    .map(str::to_owned),
+            };
+            match want {
+                Some(w) if w == got => self.verified_checksum = Some((alg, got)),
+                Some(_) => {
+                    return Err(S3Error::with_message(
+                        "BadDigest",
+                        format!(
+                            "The {} you specified did not match the calculated checksum.",
+                            alg.header_name()
+                        ),
+                    ));
+                }
+                None => {
+                    return Err(S3Error::with_message(
+                        "InvalidRequest",
+                        format!(
+                            "The {} trailer was declared but not sent.",
+                            alg.header_name()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<B> AsyncRead for BodyReader<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if this.failed {
+                return Poll::Ready(Err(io::Error::other("request body already failed")));
+            }
+            if !this.pending.is_empty() {
+                let n = this.pending.len().min(buf.remaining());
+                buf.put_slice(&this.pending.split_to(n));
+                return Poll::Ready(Ok(()));
+            }
+            if this.finished {
+                return Poll::Ready(Ok(()));
+            }
+            let frame = match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Ready(f) => {
+                    this.idle = None;
+                    f
+                }
+                Poll::Pending => {
+                    let timeout = this.idle_timeout;
+                    let idle = this
+                        .idle
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                    ready!(idle.as_mut().poll(cx));
+                    this.failed = true;
+                    return Poll::Ready(Err(fail(S3Error::new("RequestTimeout"))));
+                }
+            };
+            let result = match frame {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => this.absorb(data),
+                    Err(_trailers) => Ok(()),
+                },
+                Some(Err(e)) => {
+                    this.failed = true;
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("request body: {e}"),
+                    )));
+                }
+                None => {
+                    this.finished = true;
+                    this.finish()
+                }
+            };
+            if let Err(e) = result {
+                this.failed = true;
+                return Poll::Ready(Err(fail(e)));
+            }
+        }
+    }
+}
+
+/// Reads a whole (small) body: XML documents of bucket and multipart
+/// requests.
+pub(crate) async fn read_to_vec<B>(reader: &mut BodyReader<B>) -> Result<Vec<u8>, S3Error>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    reader
+        .read_to_end(&mut out)
+        .await
+        .map_err(crate::error::body_error)?;
+    Ok(out)
+}
+
+/// The body of a response.
+pub struct ResponseBody {
+    kind: Kind,
+}
+
+enum Kind {
+    Full(Option<Bytes>),
+    Stream {
+        rx: mpsc::Receiver<io::Result<Bytes>>,
+        remaining: u64,
+    },
+}
+
+impl ResponseBody {
+    /// No body.
+    pub fn empty() -> ResponseBody {
+        ResponseBody {
+            kind: Kind::Full(None),
+        }
+    }
+
+    /// One buffer.
+    pub fn full(data: impl Into<Bytes>) -> ResponseBody {
+        let b: Bytes = data.into();
+        ResponseBody {
+            kind: Kind::Full(if b.is_empty() { None } else { Some(b) }),
+        }
+    }
+
+    /// A body of exactly `len` bytes that a writer task produces.
+    pub(crate) fn channel(len: u64) -> (ResponseBody, ChannelWriter) {
+        let (tx, rx) = mpsc::channel(4);
+        (
+            ResponseBody {
+                kind: Kind::Stream { rx, remaining: len },
+            },
+            ChannelWriter { tx, reserve: None },
+        )
+    }
+}
+
+impl std::fmt::Debug for ResponseBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResponseBody")
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match &mut self.kind {
+            Kind::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Kind::Stream { rx, remaining } => {
+                if *remaining == 0 {
+                    return Poll::Ready(None);
+                }
+                match ready!(rx.poll_recv(cx)) {
+                    Some(Ok(b)) => {
+                        if b.len() as u64 > *remaining {
+                            *remaining = 0;
+                            return Poll::Ready(Some(Err(io::Error::other(
+                                "object longer than announced",
+                            ))));
+                        }
+                        *remaining -= b.len() as u64;
+                        Poll::Ready(Some(Ok(Frame::data(b))))
+                    }
+                    Some(Err(e)) => Poll::Ready(Some(Err(e))),
+                    // The reader stopped early: the response must not look
+                    // complete.
+                    None => Poll::Ready(Some(Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "object read ended early",
+                    )))),
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            Kind::Full(b) => b.is_none(),
+            Kind::Stream { remaining, .. } => *remaining == 0,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            Kind::Stream { remaining, .. } => SizeHint::with_exact(*remaining),
+        }
+    }
+}
+
+type Reserve = Pin<
+    Box<
+        dyn Future<
+                Output = Result<mpsc::OwnedPermit<io::Result<Bytes>>, mpsc::error::SendError<()>>,
+            > + Send,
+    >,
+>;
+
+/// The writing end of a streamed [`ResponseBody`]: an `AsyncWrite` whose
+/// writes become body frames, with back-pressure (a bounded channel).
+pub(crate) struct ChannelWriter {
+    tx: mpsc::Sender<io::Result<Bytes>>,
+    reserve: Option<Reserve>,
+}
+
+impl ChannelWriter {
+    /// Ends the body with an error (the connection is then closed rather
+    /// than the response looking complete).
+    pub(crate) async fn abort(self, message: String) {
+        let _ = self.tx.send(Err(io::Error::other(message))).await;
+    }
+}
+
+impl AsyncWrite for ChannelWriter {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let this = &mut *self;
+        let fut = this
+            .reserve
+            .get_or_insert_with(|| Box::pin(this.tx.clone().reserve_owned()));
+        let permit = ready!(fut.as_mut().poll(cx));
+        this.reserve = None;
+        match permit {
+            Ok(p) => {
+                p.send(Ok(Bytes::copy_from_slice(buf)));
+                Poll::Ready(Ok(buf.len()))
+            }
+            Err(_) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "client went away",
+            ))),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,172 @@
+//! Buckets: list, create, head, delete, location, versioning.
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body::Body;
+use object::layer::Versioning;
+
+use super::{empty, owner, read_small_body, read_xml, xml_response};
+use crate::body::ResponseBody;
+use crate::error::S3Error;
+use crate::service::{Ctx, Gateway};
+use crate::time::iso8601;
+use crate::xml::{self, XmlWriter};
+
+pub(super) async fn list_buckets<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    let buckets = gw.layer.list_buckets().await?;
+    let (id, name) = owner(&ctx.access_key);
+    let mut w = XmlWriter::new();
+    w.root("ListAllMyBucketsResult")
+        .open("Owner")
+        .elem("ID", &id)
+        .elem("DisplayName", &name)
+        .close("Owner")
+        .open("Buckets");
+    for b in &buckets {
+        w.open("Bucket")
+            .elem("Name", &b.name)
+            .elem("CreationDate", &iso8601(b.created_nanos))
+            .close("Bucket");
+    }
+    w.close("Buckets").close("ListAllMyBucketsResult");
+    Ok(xml_response(StatusCode::OK, w.finish()))
+}
+
+pub(super) async fn head_bucket<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    gw.layer.head_bucket(ctx.bucket()).await?;
+    let mut r = empty(StatusCode::OK);
+    if let Ok(v) = http::HeaderValue::from_str(&gw.config.region) {
+        r.headers_mut().insert("x-amz-bucket-region", v);
+    }
+    Ok(r)
+}
+
+pub(super) async fn create_bucket<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    if ctx
+        .header("x-amz-bucket-object-lock-enabled")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
+        return Err(S3Error::with_message(
+            "NotImplemented",
+            "Object lock is not implemented yet.",
+        ));
+    }
+    let body = read_small_body(gw, ctx).await?;
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let doc = xml::parse(&body)?;
+        if doc.name != "CreateBucketConfiguration" {
+            return Err(S3Error::new("MalformedXML"));
+        }
+        if let Some(loc) = doc.child_text("LocationConstraint") {
+            let loc = loc.trim();
+            if !loc.is_empty() && loc != gw.config.region {
+                return Err(S3Error::with_message(
+                    "InvalidLocationConstraint",
+                    format!(
+                        "The specified location-constraint {loc:?} is not valid; this server's region is {}",
+                        gw.config.region
+                    ),
+                ));
+            }
+        }
+    }
+    gw.layer.make_bucket(ctx.bucket()).await?;
+    let mut r = empty(StatusCode::OK);
+    if let Ok(v) = http::HeaderValue::from_str(&format!("/{}", ctx.bucket())) {
+        r.headers_mut().insert(http::header::LOCATION, v);
+    }
+    Ok(r)
+}
+
+pub(super) async fn delete_bucket<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    gw.layer.delete_bucket(ctx.bucket()).await?;
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+pub(super) async fn get_location<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    gw.layer.head_bucket(ctx.bucket()).await?;
+    let mut w = XmlWriter::new();
+    // us-east-1 is written as an empty constraint, as S3 does.
+    let region = if gw.config.region == "us-east-1" {
+        ""
+    } else {
+        gw.config.region.as_str()
+    };
+    w.root("LocationConstraint")
+        .text(region)
+        .close("LocationConstraint");
+    Ok(xml_response(StatusCode::OK, w.finish()))
+}
+
+pub(super) async fn get_versioning<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    gw.layer.head_bucket(ctx.bucket()).await?;
+    let state = gw.layer.bucket_versioning_state(ctx.bucket()).await?;
+    let mut w = XmlWriter::new();
+    w.root("VersioningConfiguration");
+    match state {
+        Versioning::Enabled => {
+            w.elem("Status", "Enabled");
+        }
+        Versioning::Suspended => {
+            w.elem("Status", "Suspended");
+        }
+        Versioning::Unversioned => {}
+    }
+    w.close("VersioningConfiguration");
+    Ok(xml_response(StatusCode::OK, w.finish()))
+}
+
+pub(super) async fn put_versioning<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    gw.layer.head_bucket(ctx.bucket()).await?;
+    let doc = read_xml(gw, ctx).await?;
+    if doc.name != "VersioningConfiguration" {
+        return Err(S3Error::new("MalformedXML"));
+    }
+    if doc
+        .child_text("MfaDelete")
+        .is_some_and(|m| m.trim() == "Enabled")
+    {
+        return Err(S3Error::with_message(
+            "NotImplemented",
+            "MFA delete is not supported.",
+        ));
+    }
+    let enabled = match doc.child_text("Status").map(str::trim) {
+        Some("Enabled") => true,
+        Some("Suspended") => false,
+        _ => return Err(S3Error::new("IllegalVersioningConfigurationException")),
+    };
+    gw.layer
+        .set_bucket_versioning(ctx.bucket(), enabled)
+        .await?;
+    Ok(empty(StatusCode::OK))
+}

@@ -1,0 +1,412 @@
+//! Multipart uploads: create, upload part (and part copy), list parts,
+//! complete, abort, list uploads.
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body::Body;
+use object::layer::{GetOptions, Range, VersionSel};
+
+use super::object::{announced_size, copy_source, put_options, quoted, set};
+use super::{body_reader, empty, read_small_body, read_xml, xml_response};
+use crate::body::ResponseBody;
+use crate::error::S3Error;
+use crate::service::{Ctx, Gateway};
+use crate::time::iso8601;
+use crate::xml::XmlWriter;
+
+/// Most parts listed per page, and most parts in an upload.
+const MAX_PARTS: usize = 10_000;
+/// Default page size of ListParts and ListMultipartUploads.
+const PAGE: usize = 1000;
+
+fn upload_id<B>(ctx: &Ctx<B>) -> Result<String, S3Error> {
+    match ctx.q("uploadId") {
+        Some(u) if !u.is_empty() => Ok(u.to_owned()),
+        _ => Err(S3Error::new("NoSuchUpload")),
+    }
+}
+
+fn part_number<B>(ctx: &Ctx<B>) -> Result<i64, S3Error> {
+    let raw = ctx.q("partNumber").unwrap_or("");
+    raw.parse::<i64>()
+        .ok()
+        .filter(|n| (1..=MAX_PARTS as i64).contains(n))
+        .ok_or_else(|| {
+            S3Error::invalid_argument(
+                "Part number must be an integer between 1 and 10000, inclusive",
+                "partNumber",
+                raw,
+            )
+        })
+}
+
+/// A non-negative page size parameter, capped at `cap`.
+fn page_size<B>(ctx: &Ctx<B>, name: &str, cap: usize) -> Result<usize, S3Error> {
+    match ctx.q(name) {
+        None => Ok(cap),
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(|n| (n as usize).min(cap))
+            .ok_or_else(|| {
+                S3Error::invalid_argument(
+                    format!("Argument {name} must be an integer between 0 and 2147483647"),
+                    name,
+                    v,
+                )
+            }),
+    }
+}
+
+pub(super) async fn create<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    let _ = read_small_body(gw, ctx).await?;
+    let opts = put_options(&ctx.parts.headers, None)?;
+    let id = gw
+        .layer
+        .create_multipart_upload(ctx.bucket(), ctx.key(), &opts)
+        .await?;
+    let mut w = XmlWriter::new();
+    w.root("InitiateMultipartUploadResult")
+        .elem("Bucket", ctx.bucket())
+        .elem("Key", ctx.key())
+        .elem("UploadId", &id)
+        .close("InitiateMultipartUploadResult");
+    Ok(xml_response(StatusCode::OK, w.finish()))
+}
+
+pub(super) async fn upload_part<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    let id = upload_id(ctx)?;
+    let n = part_number(ctx)?;
+    let size = announced_size(ctx)?;
+    let max = gw.config.limits.max_part_bytes;
+    if size > max {
+        return Err(S3Error::new("EntityTooLarge")
+            .detail("ProposedSize", size.to_string())
+            .detail("MaxSizeAllowed", max.to_string()));
+    }
+    let mut reader = body_reader(gw, ctx, (max, "EntityTooLarge"))?;
+    let res = gw
+        .layer
+        .upload_part(ctx.bucket(), ctx.key(), &id, n, &mut reader, Some(size))
+        .await;
+    ctx.bytes_in += reader.raw_len();
+    let part = res?;
+    let mut r = empty(StatusCode::OK);
+    let h = r.headers_mut();
+    set(h, "etag", &quoted(&part.etag));
+    if let Some((alg, value)) = &reader.verified_checksum {
+        set(h, alg.header_name(), value);
+    }
+    Ok(r)
+}
+
+/// `x-amz-copy-source-range: bytes=first-last`.
+fn copy_range(v: &str, size: u64) -> Result<(u64, u64), S3Error> {
+    let bad = || {
+        S3Error::invalid_argument(
+            "Range specified is not valid for source object",
+            "x-amz-copy-source-range",
+            v,
+        )
+    };
+    let spec = v.trim().strip_prefix("bytes=").ok_or_else(bad)?;
+    let (a, b) = spec.split_once('-').ok_or_else(bad)?;
+    let first: u64 = a.trim().parse().map_err(|_| bad())?;
+    let last: u64 = b.trim().parse().map_err(|_| bad())?;
+    if last < first {
+        return Err(bad());
+    }
+    if last >= size {
+        return Err(S3Error::new("InvalidRange").detail("ActualObjectSize", size.to_string()));
+    }
+    Ok((first, last - first + 1))
+}
+
+pub(super) async fn upload_part_copy<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    let id = upload_id(ctx)?;
+    let n = part_number(ctx)?;
+    let _ = read_small_body(gw, ctx).await?;
+    let (sb, sk, sv) = copy_source(ctx.header("x-amz-copy-source").unwrap_or(""))?;
+    let info = gw.layer.head_object(&sb, &sk, sv).await?;
+    let (offset, len) = match ctx.header("x-amz-copy-source-range") {
+        Some(r) => copy_range(r, info.size)?,
+        None => (0, info.size),
+    };
+    if len > gw.config.limits.max_part_bytes {
+        return Err(S3Error::new("EntityTooLarge"));
+    }
+    let get = GetOptions {
+        version_id: Some(sv.unwrap_or(info.version_id.map_or(VersionSel::Null, VersionSel::Id))),
+        range: (len != info.size).then_some(Range::From {
+            offset,
+            length: Some(len),
+        }),
+    };
+    // The source streams into the part through a bounded pipe.
+    let (mut rd, mut wr) = tokio::io::duplex(1 << 20);
+    let reader = async {
+        let r = if len == 0 {
+            Ok(info.clone())
+        } else {
+            gw.layer.get_object(&sb, &sk, &get, &mut wr).await
+        };
+        drop(wr);
+        r
+    };
+    let writer = gw
+        .layer
+        .upload_part(ctx.bucket(), ctx.key(), &id, n, &mut rd, Some(len));
+    let (r, w) = tokio::join!(reader, writer);
+    r?;
+    let part = w?;
+    let mut w = XmlWriter::new();
+    w.root("CopyPartResult")
+        .elem("LastModified", &iso8601(part.mod_time_nanos))
+        .elem("ETag", &quoted(&part.etag))
+        .close("CopyPartResult");
+    let mut r = xml_response(StatusCode::OK, w.finish());
+    if let Some(v) = info.version_id {
+        set(
+            r.headers_mut(),
+            "x-amz-copy-source-version-id",
+            &v.to_string(),
+        );
+    }
+    Ok(r)
+}
+
+pub(super) async fn list_parts<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    let id = upload_id(ctx)?;
+    let max = page_size(ctx, "max-parts", PAGE)?;
+    let marker: i64 = match ctx.q("part-number-marker") {
+        None | Some("") => 0,
+        Some(m) => m.parse().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            S3Error::invalid_argument("Invalid part number marker", "part-number-marker", m)
+        })?,
+    };
+    let parts = gw.layer.list_parts(ctx.bucket(), ctx.key(), &id).await?;
+    let after: Vec<_> = parts.iter().filter(|p| p.number > marker).collect();
+    let page = &after[..after.len().min(max)];
+    let truncated = after.len() > page.len();
+    let (owner_id, owner_name) = super::owner(&ctx.access_key);
+    let mut w = XmlWriter::new();
+    w.root("ListPartsResult")
+        .elem("Bucket", ctx.bucket())
+        .elem("Key", ctx.key())
+        .elem("UploadId", &id)
+        .open("Initiator")
+        .elem("ID", &owner_id)
+        .elem("DisplayName", &owner_name)
+        .close("Initiator")
+        .open("Owner")
+        .elem("ID", &owner_id)
+        .elem("DisplayName", &owner_name)
+        .close("Owner")
+        .elem("StorageClass", "STANDARD")
+        .elem("PartNumberMarker", &marker.to_string());
+    if let Some(last) = page.last() {
+        w.elem("NextPartNumberMarker", &last.number.to_string());
+    }
+    w.elem("MaxParts", &max.to_string())
+        .elem("IsTruncated", if truncated { "true" } else { "false" });
+    for p in page {
+        w.open("Part")
+            .elem("PartNumber", &p.number.to_string())
+            .elem("LastModified", &iso8601(p.mod_time_nanos))
+            .elem("ETag", &quoted(&p.etag))
+            .elem("Size", &p.size.to_string())
+            .close("Part");
+    }
+    w.close("ListPartsResult");
+    Ok(xml_response(StatusCode::OK, w.finish()))
+}
+
+pub(super) async fn complete<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    let id = upload_id(ctx)?;
+    let doc = read_xml(gw, ctx).await?;
+    if doc.name != "CompleteMultipartUpload" {
+        return Err(S3Error::new("MalformedXML"));
+    }
+    let mut parts = Vec::new();
+    for p in doc.children_named("Part") {
+        let n: i64 = p
+            .child_text("PartNumber")
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| S3Error::new("MalformedXML"))?;
+        if !(1..=MAX_PARTS as i64).contains(&n) {
+            return Err(S3Error::new("InvalidPart"));
+        }
+        let etag = p
+            .child_text("ETag")
+            .map(|e| e.trim().trim_matches('"').to_owned())
+            .ok_or_else(|| S3Error::new("MalformedXML"))?;
+        parts.push((n, etag));
+    }
+    if parts.is_empty() {
+        return Err(S3Error::with_message(
+            "MalformedXML",
+            "You must specify at least one part",
+        ));
+    }
+    if parts.len() > MAX_PARTS {
+        return Err(S3Error::new("MalformedXML"));
+    }
+    if parts.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Err(S3Error::new("InvalidPartOrder"));
+    }
+    let info = gw
+        .layer
+        .complete_multipart_upload(ctx.bucket(), ctx.key(), &id, &parts)
+        .await?;
+    let host = ctx.header("host").unwrap_or("localhost").to_owned();
+    let mut w = XmlWriter::new();
+    w.root("CompleteMultipartUploadResult")
+        .elem(
+            "Location",
+            &format!("http://{host}/{}/{}", ctx.bucket(), ctx.key()),
+        )
+        .elem("Bucket", ctx.bucket())
+        .elem("Key", ctx.key())
+        .elem("ETag", &quoted(&info.etag))
+        .close("CompleteMultipartUploadResult");
+    let mut r = xml_response(StatusCode::OK, w.finish());
+    if let Some(v) = info.version_id {
+        set(r.headers_mut(), "x-amz-version-id", &v.to_string());
+    }
+    Ok(r)
+}
+
+pub(super) async fn abort<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    let id = upload_id(ctx)?;
+    gw.layer
+        .abort_multipart_upload(ctx.bucket(), ctx.key(), &id)
+        .await?;
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+pub(super) async fn list_uploads<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    let prefix = ctx.q("prefix").unwrap_or("").to_owned();
+    let delimiter = ctx
+        .q("delimiter")
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned);
+    let key_marker = ctx.q("key-marker").unwrap_or("").to_owned();
+    let id_marker = ctx.q("upload-id-marker").unwrap_or("").to_owned();
+    let max = page_size(ctx, "max-uploads", PAGE)?;
+    let uploads = gw
+        .layer
+        .list_multipart_uploads(ctx.bucket(), &prefix)
+        .await?;
+    let mut entries: Vec<&object::layer::UploadInfo> = Vec::new();
+    let mut prefixes: Vec<String> = Vec::new();
+    let mut truncated = false;
+    let mut next = (String::new(), String::new());
+    for u in &uploads {
+        let after = if key_marker.is_empty() {
+            true
+        } else if id_marker.is_empty() {
+            u.key.as_str() > key_marker.as_str()
+        } else {
+            (u.key.as_str(), u.upload_id.as_str()) > (key_marker.as_str(), id_marker.as_str())
+                && u.key.as_str() >= key_marker.as_str()
+        };
+        if !after {
+            continue;
+        }
+        if let Some(d) = &delimiter
+            && let Some(i) = u.key[prefix.len()..].find(d.as_str())
+        {
+            let cp = u.key[..prefix.len() + i + d.len()].to_owned();
+            if prefixes.last() != Some(&cp) {
+                if entries.len() + prefixes.len() >= max {
+                    truncated = true;
+                    break;
+                }
+                next = (cp.clone(), String::new());
+                prefixes.push(cp);
+            }
+            continue;
+        }
+        if entries.len() + prefixes.len() >= max {
+            truncated = true;
+            break;
+        }
+        next = (u.key.clone(), u.upload_id.clone());
+        entries.push(u);
+    }
+    let (owner_id, owner_name) = super::owner(&ctx.access_key);
+    let mut w = XmlWriter::new();
+    w.root("ListMultipartUploadsResult")
+        .elem("Bucket", ctx.bucket())
+        .elem("KeyMarker", &key_marker)
+        .elem("UploadIdMarker", &id_marker)
+        .elem("NextKeyMarker", if truncated { &next.0 } else { "" })
+        .elem("NextUploadIdMarker", if truncated { &next.1 } else { "" })
+        .elem("Prefix", &prefix);
+    if let Some(d) = &delimiter {
+        w.elem("Delimiter", d);
+    }
+    w.elem("MaxUploads", &max.to_string())
+        .elem("IsTruncated", if truncated { "true" } else { "false" });
+    for u in entries {
+        w.open("Upload")
+            .elem("Key", &u.key)
+            .elem("UploadId", &u.upload_id)
+            .open("Initiator")
+            .elem("ID", &owner_id)
+            .elem("DisplayName", &owner_name)
+            .close("Initiator")
+            .open("Owner")
+            .elem("ID", &owner_id)
+            .elem("DisplayName", &owner_name)
+            .close("Owner")
+            .elem("StorageClass", "STANDARD")
+            .elem("Initiated", &iso8601(u.initiated_nanos))
+            .close("Upload");
+    }
+    for p in prefixes {
+        w.open("CommonPrefixes")
+            .elem("Prefix", &p)
+            .close("CommonPrefixes");
+    }
+    w.close("ListMultipartUploadsResult");
+    Ok(xml_response(StatusCode::OK, w.finish()))
+}

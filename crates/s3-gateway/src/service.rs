@@ -1,0 +1,428 @@
+//! The S3 service: request limits, addressing, authentication, dispatch to
+//! the operation handlers, and error documents.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body::Body;
+use object::layer::ObjectLayer;
+use percent_encoding::percent_decode_str;
+
+use crate::auth::{
+    AuthConfig, Authentication, Credentials, Payload, Principal, StaticCredentials, Verifier,
+};
+pub use crate::body::ResponseBody;
+use crate::error::S3Error;
+use crate::handlers;
+use crate::xml::XmlWriter;
+
+/// What the gateway serves and how.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The region of credential scopes and `GetBucketLocation`
+    /// (`us-east-1`).
+    pub region: String,
+    /// Access key and secret key pairs allowed to sign requests; the first
+    /// is the root user.
+    pub credentials: Vec<(String, String)>,
+    /// Domains for virtual-host-style requests: a request for
+    /// `bucket.<domain>` addresses `bucket`.
+    pub domains: Vec<String>,
+    /// Size and time bounds.
+    pub limits: GatewayLimits,
+    /// The `Server` header.
+    pub server_name: String,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            region: "us-east-1".to_owned(),
+            credentials: Vec::new(),
+            domains: Vec::new(),
+            limits: GatewayLimits::default(),
+            server_name: "Tessera".to_owned(),
+        }
+    }
+}
+
+/// Bounds on what one request may send.
+#[derive(Debug, Clone, Copy)]
+pub struct GatewayLimits {
+    /// All request headers together (names and values), bytes.
+    pub max_header_bytes: usize,
+    /// User metadata (`x-amz-meta-*` names and values), bytes (S3: 2 KiB).
+    pub max_user_metadata_bytes: usize,
+    /// An XML request document (DeleteObjects of 1000 keys fits).
+    pub max_xml_bytes: u64,
+    /// One object of a single PUT (S3: 5 GiB; MinIO: 5 TiB).
+    pub max_object_bytes: u64,
+    /// One part of a multipart upload (S3: 5 GiB).
+    pub max_part_bytes: u64,
+    /// Longest wait for the next piece of a request body.
+    pub body_idle_timeout: Duration,
+}
+
+impl Default for GatewayLimits {
+    fn default() -> Self {
+        GatewayLimits {
+            max_header_bytes: 16 * 1024,
+            max_user_metadata_bytes: 2 * 1024,
+            max_xml_bytes: 2 << 20,
+            max_object_bytes: 5 << 40,
+            max_part_bytes: 5 << 30,
+            body_idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What one request did, for metrics and access logs.
+#[derive(Debug, Clone)]
+pub struct RequestRecord<'a> {
+    /// The S3 operation (`GetObject`, ...), or `Unknown`.
+    pub api: &'static str,
+    /// The HTTP method.
+    pub method: &'a Method,
+    /// The response status.
+    pub status: StatusCode,
+    /// Time to the response head.
+    pub duration: Duration,
+    /// Request body bytes read before the response (on the wire).
+    pub bytes_in: u64,
+    /// Response body bytes announced (`Content-Length`).
+    pub bytes_out: u64,
+    /// The request id (`x-amz-request-id`).
+    pub request_id: &'a str,
+    /// The bucket, if the request named one.
+    pub bucket: Option<&'a str>,
+}
+
+/// Receives a [`RequestRecord`] for every request.
+pub trait RequestObserver: Send + Sync {
+    /// Called once per request, when the response head is ready.
+    fn observe(&self, record: &RequestRecord<'_>);
+}
+
+/// The S3 gateway over one object layer.
+pub struct Gateway {
+    pub(crate) layer: Arc<ObjectLayer>,
+    pub(crate) config: GatewayConfig,
+    verifier: Verifier<StaticCredentials>,
+    observer: Option<Arc<dyn RequestObserver>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("config.region", &self.config.region)
+            .field("config.domains", &self.config.domains)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request on its way through the handlers.
+pub(crate) struct Ctx<B> {
+    pub parts: http::request::Parts,
+    pub body: Option<B>,
+    pub payload: Option<Payload>,
+    pub bucket: Option<String>,
+    pub key: Option<String>,
+    pub query: Vec<(String, String)>,
+    pub request_id: String,
+    pub access_key: String,
+    pub api: &'static str,
+    pub bytes_in: u64,
+}
+
+impl<B> Ctx<B> {
+    /// The first value of a query parameter.
+    pub(crate) fn q(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether a query parameter is present (with or without a value).
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.query.iter().any(|(n, _)| n == name)
+    }
+
+    /// A request header as text (`None` if absent or not visible ASCII).
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.parts.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub(crate) fn bucket(&self) -> &str {
+        self.bucket.as_deref().unwrap_or("")
+    }
+
+    pub(crate) fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or("")
+    }
+
+    /// The resource named in error documents.
+    fn resource(&self) -> String {
+        match (&self.bucket, &self.key) {
+            (Some(b), Some(k)) => format!("/{b}/{k}"),
+            (Some(b), None) => format!("/{b}"),
+            _ => "/".to_owned(),
+        }
+    }
+}
+
+impl Gateway {
+    /// A gateway serving `layer`.
+    pub fn new(layer: Arc<ObjectLayer>, config: GatewayConfig) -> Gateway {
+        let mut creds = StaticCredentials::new();
+        for (access, secret) in &config.credentials {
+            creds.insert(
+                access.clone(),
+                Credentials::new(secret.clone(), Principal::new(access.clone())),
+            );
+        }
+        let auth = AuthConfig {
+            region: config.region.clone(),
+            ..AuthConfig::default()
+        };
+        Gateway {
+            layer,
+            verifier: Verifier::new(auth, creds),
+            config,
+            observer: None,
+        }
+    }
+
+    /// Reports every request to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn RequestObserver>) -> Gateway {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The object layer served.
+    pub fn layer(&self) -> &Arc<ObjectLayer> {
+        &self.layer
+    }
+
+    /// Serves one S3 request. Never panics on any input and never fails:
+    /// every problem becomes an S3 error response.
+    pub async fn handle<B>(&self, req: Request<B>) -> Response<ResponseBody>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: std::fmt::Display,
+    {
+        let started = Instant::now();
+        let request_id = new_request_id();
+        let (parts, body) = req.into_parts();
+        let mut ctx = Ctx {
+            parts,
+            body: Some(body),
+            payload: None,
+            bucket: None,
+            key: None,
+            query: Vec::new(),
+            request_id,
+            access_key: String::new(),
+            api: "Unknown",
+            bytes_in: 0,
+        };
+        let head = ctx.parts.method == Method::HEAD;
+        let mut resp = match self.serve(&mut ctx).await {
+            Ok(r) => r,
+            Err(e) => error_response(&e, &ctx.resource(), &ctx.request_id, head),
+        };
+        let h = resp.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
+            h.insert("x-amz-request-id", v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&self.config.server_name) {
+            h.insert(http::header::SERVER, v);
+        }
+        if let Some(obs) = &self.observer {
+            let bytes_out = resp.body().size_hint().exact().unwrap_or(0);
+            obs.observe(&RequestRecord {
+                api: ctx.api,
+                method: &ctx.parts.method,
+                status: resp.status(),
+                duration: started.elapsed(),
+                bytes_in: ctx.bytes_in,
+                bytes_out,
+                request_id: &ctx.request_id,
+                bucket: ctx.bucket.as_deref(),
+            });
+        }
+        tracing::debug!(
+            request_id = %ctx.request_id,
+            api = ctx.api,
+            method = %ctx.parts.method,
+            status = resp.status().as_u16(),
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "request"
+        );
+        resp
+    }
+
+    async fn serve<B>(&self, ctx: &mut Ctx<B>) -> Result<Response<ResponseBody>, S3Error>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: std::fmt::Display,
+    {
+        self.check_headers(ctx)?;
+        self.route(ctx)?;
+        match self
+            .verifier
+            .authenticate((&ctx.parts).into(), SystemTime::now())?
+        {
+            Authentication::Anonymous => {
+                // No bucket policies yet: anonymous requests are refused.
+                return Err(S3Error::new("AccessDenied"));
+            }
+            Authentication::Signed(v) => {
+                ctx.access_key = v.access_key;
+                ctx.payload = Some(v.payload);
+            }
+        }
+        handlers::dispatch(self, ctx).await
+    }
+
+    fn check_headers<B>(&self, ctx: &Ctx<B>) -> Result<(), S3Error> {
+        let limits = &self.config.limits;
+        let mut total = 0usize;
+        let mut meta = 0usize;
+        for (name, value) in &ctx.parts.headers {
+            let n = name.as_str().len() + value.len();
+            total += n;
+            if let Some(m) = name.as_str().strip_prefix("x-amz-meta-") {
+                meta += m.len() + value.len();
+            }
+        }
+        if total > limits.max_header_bytes {
+            return Err(S3Error::new("RequestHeaderSectionTooLarge"));
+        }
+        if meta > limits.max_user_metadata_bytes {
+            return Err(S3Error::new("MetadataTooLarge")
+                .detail("MaxSizeAllowed", limits.max_user_metadata_bytes.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Splits the request into bucket, key and query (path-style, or
+    /// virtual-host style under a configured domain).
+    fn route<B>(&self, ctx: &mut Ctx<B>) -> Result<(), S3Error> {
+        let uri = &ctx.parts.uri;
+        let raw_path = uri.path();
+        let path = percent_decode_str(raw_path)
+            .decode_utf8()
+            .map_err(|_| S3Error::new("InvalidURI"))?
+            .into_owned();
+        if !path.starts_with('/') {
+            return Err(S3Error::new("InvalidURI"));
+        }
+        let host = ctx
+            .parts
+            .headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or(uri.authority().map(|a| a.as_str()))
+            .unwrap_or("");
+        let host = host.rsplit_once(':').map_or(host, |(h, p)| {
+            if p.bytes().all(|c| c.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        });
+        let vhost_bucket = self.config.domains.iter().find_map(|d| {
+            host.strip_suffix(d.as_str())
+                .and_then(|b| b.strip_suffix('.'))
+                .filter(|b| !b.is_empty())
+        });
+        let rest = &path[1..];
+        let (bucket, key) = match vhost_bucket {
+            Some(b) => (
+                Some(b.to_owned()),
+                (!rest.is_empty()).then(|| rest.to_owned()),
+            ),
+            None => match rest.split_once('/') {
+                Some((b, k)) => (Some(b.to_owned()), (!k.is_empty()).then(|| k.to_owned())),
+                None if rest.is_empty() => (None, None),
+                None => (Some(rest.to_owned()), None),
+            },
+        };
+        if let Some(k) = &key
+            && k.len() > 1024
+        {
+            ctx.bucket = bucket;
+            return Err(S3Error::new("KeyTooLongError"));
+        }
+        ctx.bucket = bucket;
+        ctx.key = key;
+        ctx.query = parse_query(uri.query().unwrap_or(""))?;
+        Ok(())
+    }
+}
+
+/// Decodes a query string (`+` is a space, as Go's `url.ParseQuery`, which
+/// MinIO uses, reads it).
+fn parse_query(raw: &str) -> Result<Vec<(String, String)>, S3Error> {
+    let mut out = Vec::new();
+    for seg in raw.split('&').filter(|s| !s.is_empty()) {
+        if out.len() >= 1000 {
+            return Err(S3Error::new("InvalidURI"));
+        }
+        let (n, v) = seg.split_once('=').unwrap_or((seg, ""));
+        let dec = |s: &str| -> Result<String, S3Error> {
+            let s = s.replace('+', " ");
+            percent_decode_str(&s)
+                .decode_utf8()
+                .map(|c| c.into_owned())
+                .map_err(|_| S3Error::new("InvalidURI"))
+        };
+        out.push((dec(n)?, dec(v)?));
+    }
+    Ok(out)
+}
+
+fn new_request_id() -> String {
+    let u = uuid::Uuid::new_v4();
+    hex::encode_upper(&u.as_bytes()[..8])
+}
+
+/// The XML error document (no body for HEAD).
+pub(crate) fn error_response(
+    e: &S3Error,
+    resource: &str,
+    request_id: &str,
+    head: bool,
+) -> Response<ResponseBody> {
+    let mut w = XmlWriter::new();
+    w.open("Error")
+        .elem("Code", e.code)
+        .elem("Message", &e.message);
+    for (n, v) in &e.details {
+        w.elem(n, v);
+    }
+    w.elem("Resource", resource)
+        .elem("RequestId", request_id)
+        .elem("HostId", "tessera")
+        .close("Error");
+    let doc = w.finish();
+    let mut b = Response::builder()
+        .status(e.status)
+        .header(http::header::CONTENT_TYPE, "application/xml");
+    for (n, v) in &e.headers {
+        b = b.header(*n, v.as_str());
+    }
+    let body = if head {
+        ResponseBody::empty()
+    } else {
+        ResponseBody::full(doc)
+    };
+    b.body(body).unwrap_or_else(|_| {
+        let mut r = Response::new(ResponseBody::empty());
+        *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        r
+    })
+}
