@@ -1,0 +1,1177 @@
+//! The S3 API through the stock Rust client: the real `tessera` binary,
+//! aws-sdk-s3 with its default settings (so uploads are `aws-chunked` with
+//! CRC trailers, and payloads are checksummed), every operation the
+//! gateway serves, and the exact S3 errors.
+
+mod common;
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{
+    BucketVersioningStatus, CompletedMultipartUpload, CompletedPart, Delete, MetadataDirective,
+    ObjectIdentifier, VersioningConfiguration,
+};
+use common::{Server, code, data, md5_hex, status};
+
+async fn body(out: aws_sdk_s3::operation::get_object::GetObjectOutput) -> Vec<u8> {
+    out.body
+        .collect()
+        .await
+        .expect("body")
+        .into_bytes()
+        .to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buckets() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("alpha").send().await.unwrap();
+    c.create_bucket().bucket("beta-2").send().await.unwrap();
+    let e = c.create_bucket().bucket("alpha").send().await.unwrap_err();
+    assert_eq!(code(&e), "BucketAlreadyOwnedByYou");
+    assert_eq!(status(&e), 409);
+    let e = c
+        .create_bucket()
+        .bucket("No_Such")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidBucketName");
+
+    let names: Vec<String> = c
+        .list_buckets()
+        .send()
+        .await
+        .unwrap()
+        .buckets()
+        .iter()
+        .map(|b| b.name().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["alpha", "beta-2"]);
+    c.head_bucket().bucket("alpha").send().await.unwrap();
+    let e = c.head_bucket().bucket("gamma").send().await.unwrap_err();
+    assert_eq!(status(&e), 404);
+    let loc = c
+        .get_bucket_location()
+        .bucket("alpha")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        loc.location_constraint()
+            .is_none_or(|l| l.as_str().is_empty())
+    );
+
+    c.put_object()
+        .bucket("alpha")
+        .key("k")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap();
+    let e = c.delete_bucket().bucket("alpha").send().await.unwrap_err();
+    assert_eq!(code(&e), "BucketNotEmpty");
+    assert_eq!(status(&e), 409);
+    c.delete_object()
+        .bucket("alpha")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
+    c.delete_bucket().bucket("alpha").send().await.unwrap();
+    let e = c.delete_bucket().bucket("alpha").send().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchBucket");
+    let e = c
+        .put_object()
+        .bucket("alpha")
+        .key("k")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchBucket");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_round_trip_with_metadata() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("objs").send().await.unwrap();
+    // Sizes around the inline limit, the 1 MiB block and several blocks.
+    for (i, len) in [
+        0usize,
+        1,
+        1000,
+        128 * 1024 + 1,
+        (1 << 20) + 7,
+        3 * (1 << 20) + 5,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let key = format!("dir/obj-{len}");
+        let d = data(len, i as u64);
+        let put = c
+            .put_object()
+            .bucket("objs")
+            .key(&key)
+            .content_type("text/x-test")
+            .cache_control("no-cache")
+            .content_disposition("attachment")
+            .metadata("color", "blue")
+            .metadata("Mixed-Case", "Value 1")
+            .body(ByteStream::from(d.clone()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            put.e_tag().unwrap(),
+            format!("\"{}\"", md5_hex(&d)),
+            "{len}"
+        );
+        let got = c
+            .get_object()
+            .bucket("objs")
+            .key(&key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(got.content_length(), Some(len as i64));
+        assert_eq!(got.content_type(), Some("text/x-test"));
+        assert_eq!(got.cache_control(), Some("no-cache"));
+        assert_eq!(got.content_disposition(), Some("attachment"));
+        assert_eq!(got.e_tag().unwrap(), format!("\"{}\"", md5_hex(&d)));
+        let meta = got.metadata().unwrap();
+        assert_eq!(meta.get("color").map(String::as_str), Some("blue"));
+        assert_eq!(meta.get("mixed-case").map(String::as_str), Some("Value 1"));
+        assert!(body(got).await == d, "content of {len} bytes");
+        let head = c
+            .head_object()
+            .bucket("objs")
+            .key(&key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(head.content_length(), Some(len as i64));
+        assert_eq!(head.metadata().unwrap().get("color").unwrap(), "blue");
+    }
+    // Overwrite, then delete; deleting a missing key succeeds.
+    c.put_object()
+        .bucket("objs")
+        .key("dir/obj-1")
+        .body(ByteStream::from_static(b"new"))
+        .send()
+        .await
+        .unwrap();
+    let got = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/obj-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(body(got).await, b"new");
+    c.delete_object()
+        .bucket("objs")
+        .key("dir/obj-1")
+        .send()
+        .await
+        .unwrap();
+    c.delete_object()
+        .bucket("objs")
+        .key("dir/obj-1")
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/obj-1")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey");
+    assert_eq!(status(&e), 404);
+    let e = c
+        .head_object()
+        .bucket("objs")
+        .key("dir/obj-1")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 404);
+    // Keys with characters that need encoding.
+    for key in ["a b/c+d", "ünï/cødé", "x%y?z=1&w", "trailing/", "k\u{7f}ey"] {
+        c.put_object()
+            .bucket("objs")
+            .key(key)
+            .body(ByteStream::from(key.as_bytes().to_vec()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{key}: {e:?}"));
+        let got = c.get_object().bucket("objs").key(key).send().await.unwrap();
+        assert_eq!(body(got).await, key.as_bytes(), "{key}");
+    }
+    // Names MinIO's on-disk layout cannot hold are refused, as MinIO
+    // refuses them, and nothing is stored.
+    for key in ["a//b", "a/../b", "./x", "a/./b"] {
+        let e = c
+            .put_object()
+            .bucket("objs")
+            .key(key)
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(code(&e), "InvalidArgument", "{key}");
+        assert_eq!(status(&e), 400, "{key}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ranges_and_conditionals() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("rng").send().await.unwrap();
+    let d = data(3 * (1 << 20) + 11, 7);
+    let put = c
+        .put_object()
+        .bucket("rng")
+        .key("o")
+        .body(ByteStream::from(d.clone()))
+        .send()
+        .await
+        .unwrap();
+    let etag = put.e_tag().unwrap().to_owned();
+    let n = d.len();
+    for (range, lo, hi) in [
+        ("bytes=0-9", 0, 9),
+        ("bytes=1048570-1048590", 1_048_570, 1_048_590),
+        ("bytes=-5", n - 5, n - 1),
+        ("bytes=3000000-", 3_000_000, n - 1),
+        ("bytes=10-99999999", 10, n - 1),
+    ] {
+        let got = c
+            .get_object()
+            .bucket("rng")
+            .key("o")
+            .range(range)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            got.content_range(),
+            Some(format!("bytes {lo}-{hi}/{n}").as_str()),
+            "{range}"
+        );
+        assert_eq!(body(got).await, &d[lo..=hi], "{range}");
+    }
+    let e = c
+        .get_object()
+        .bucket("rng")
+        .key("o")
+        .range(format!("bytes={n}-"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidRange");
+    assert_eq!(status(&e), 416);
+
+    // Conditionals.
+    let ok = c
+        .get_object()
+        .bucket("rng")
+        .key("o")
+        .if_match(&etag)
+        .range("bytes=0-0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(body(ok).await, &d[..1]);
+    let e = c
+        .get_object()
+        .bucket("rng")
+        .key("o")
+        .if_match("\"0000\"")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 412);
+    assert_eq!(code(&e), "PreconditionFailed");
+    let e = c
+        .get_object()
+        .bucket("rng")
+        .key("o")
+        .if_none_match(&etag)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 304);
+    let future = aws_sdk_s3::primitives::DateTime::from_secs(4_000_000_000);
+    let past = aws_sdk_s3::primitives::DateTime::from_secs(1_000_000_000);
+    let e = c
+        .get_object()
+        .bucket("rng")
+        .key("o")
+        .if_modified_since(future)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 304);
+    let e = c
+        .get_object()
+        .bucket("rng")
+        .key("o")
+        .if_unmodified_since(past)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 412);
+    // If-Match that holds wins over a failing If-Unmodified-Since.
+    c.head_object()
+        .bucket("rng")
+        .key("o")
+        .if_match(&etag)
+        .if_unmodified_since(past)
+        .send()
+        .await
+        .unwrap();
+    // response-* overrides.
+    let got = c
+        .get_object()
+        .bucket("rng")
+        .key("o")
+        .response_content_type("application/x-override")
+        .response_content_disposition("inline; filename=\"x\"")
+        .range("bytes=0-0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.content_type(), Some("application/x-override"));
+    assert_eq!(got.content_disposition(), Some("inline; filename=\"x\""));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("lst").send().await.unwrap();
+    let mut keys = Vec::new();
+    for d in ["a", "b", "c/d"] {
+        for i in 0..7 {
+            keys.push(format!("{d}/k{i:02}"));
+        }
+    }
+    keys.push("top".into());
+    keys.push("a-b".into());
+    keys.sort();
+    for k in &keys {
+        c.put_object()
+            .bucket("lst")
+            .key(k)
+            .body(ByteStream::from(k.as_bytes().to_vec()))
+            .send()
+            .await
+            .unwrap();
+    }
+    // V2, paginated by 4.
+    let mut seen = Vec::new();
+    let mut token = None;
+    loop {
+        let page = c
+            .list_objects_v2()
+            .bucket("lst")
+            .max_keys(4)
+            .set_continuation_token(token.clone())
+            .send()
+            .await
+            .unwrap();
+        assert!(page.contents().len() <= 4);
+        assert_eq!(page.key_count(), Some(page.contents().len() as i32));
+        seen.extend(page.contents().iter().map(|o| o.key().unwrap().to_owned()));
+        if page.is_truncated() != Some(true) {
+            break;
+        }
+        token = page.next_continuation_token().map(str::to_owned);
+        assert!(token.is_some());
+    }
+    assert_eq!(seen, keys);
+    // Delimiter and prefix.
+    let page = c
+        .list_objects_v2()
+        .bucket("lst")
+        .delimiter("/")
+        .send()
+        .await
+        .unwrap();
+    let prefixes: Vec<_> = page
+        .common_prefixes()
+        .iter()
+        .map(|p| p.prefix().unwrap().to_owned())
+        .collect();
+    assert_eq!(prefixes, ["a/", "b/", "c/"]);
+    let objects: Vec<_> = page.contents().iter().map(|o| o.key().unwrap()).collect();
+    assert_eq!(objects, ["a-b", "top"]);
+    let page = c
+        .list_objects_v2()
+        .bucket("lst")
+        .prefix("c/")
+        .delimiter("/")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.common_prefixes()[0].prefix(), Some("c/d/"));
+    assert!(page.contents().is_empty());
+    // Start-after and fetch-owner.
+    let page = c
+        .list_objects_v2()
+        .bucket("lst")
+        .start_after("b/k05")
+        .fetch_owner(true)
+        .send()
+        .await
+        .unwrap();
+    let first = &page.contents()[0];
+    assert_eq!(first.key(), Some("b/k06"));
+    assert!(first.owner().is_some());
+    assert_eq!(first.size(), Some(5));
+    // V1 with marker.
+    let page = c
+        .list_objects()
+        .bucket("lst")
+        .marker("c/d/k05")
+        .send()
+        .await
+        .unwrap();
+    let got: Vec<_> = page.contents().iter().map(|o| o.key().unwrap()).collect();
+    assert_eq!(got, ["c/d/k06", "top"]);
+    // max-keys=0 and a bad continuation token.
+    let page = c
+        .list_objects_v2()
+        .bucket("lst")
+        .max_keys(0)
+        .send()
+        .await
+        .unwrap();
+    assert!(page.contents().is_empty());
+    let e = c
+        .list_objects_v2()
+        .bucket("lst")
+        .continuation_token("!!!")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidArgument");
+    let e = c
+        .list_objects_v2()
+        .bucket("nope-nope")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchBucket");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_objects_quiet_and_verbose() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("del").send().await.unwrap();
+    for i in 0..30 {
+        c.put_object()
+            .bucket("del")
+            .key(format!("k{i}"))
+            .body(ByteStream::from_static(b"z"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let ids = |r: std::ops::Range<i32>| {
+        Delete::builder().set_objects(Some(
+            r.map(|i| {
+                ObjectIdentifier::builder()
+                    .key(format!("k{i}"))
+                    .build()
+                    .unwrap()
+            })
+            .collect(),
+        ))
+    };
+    let out = c
+        .delete_objects()
+        .bucket("del")
+        .delete(ids(0..10).build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.deleted().len(), 10);
+    assert!(out.errors().is_empty());
+    let out = c
+        .delete_objects()
+        .bucket("del")
+        .delete(ids(10..40).quiet(true).build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert!(out.deleted().is_empty(), "quiet mode lists no successes");
+    assert!(out.errors().is_empty());
+    let left = c.list_objects_v2().bucket("del").send().await.unwrap();
+    assert_eq!(left.key_count(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_object() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("src").send().await.unwrap();
+    c.create_bucket().bucket("dst").send().await.unwrap();
+    let d = data((1 << 20) + 3, 9);
+    c.put_object()
+        .bucket("src")
+        .key("a b/o")
+        .content_type("text/plain")
+        .metadata("k", "v")
+        .body(ByteStream::from(d.clone()))
+        .send()
+        .await
+        .unwrap();
+    // COPY keeps metadata.
+    let out = c
+        .copy_object()
+        .bucket("dst")
+        .key("copy")
+        .copy_source("src/a%20b/o")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.copy_object_result().unwrap().e_tag(),
+        Some(format!("\"{}\"", md5_hex(&d)).as_str())
+    );
+    let got = c
+        .get_object()
+        .bucket("dst")
+        .key("copy")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.content_type(), Some("text/plain"));
+    assert_eq!(got.metadata().unwrap().get("k").unwrap(), "v");
+    assert!(body(got).await == d);
+    // REPLACE sets new metadata.
+    c.copy_object()
+        .bucket("dst")
+        .key("replaced")
+        .copy_source("src/a%20b/o")
+        .metadata_directive(MetadataDirective::Replace)
+        .content_type("application/x-new")
+        .metadata("n", "2")
+        .send()
+        .await
+        .unwrap();
+    let head = c
+        .head_object()
+        .bucket("dst")
+        .key("replaced")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.content_type(), Some("application/x-new"));
+    let m = head.metadata().unwrap();
+    assert_eq!(m.get("n").map(String::as_str), Some("2"));
+    assert!(!m.contains_key("k"));
+    // Onto itself: only with REPLACE.
+    let e = c
+        .copy_object()
+        .bucket("src")
+        .key("a b/o")
+        .copy_source("src/a%20b/o")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidRequest");
+    c.copy_object()
+        .bucket("src")
+        .key("a b/o")
+        .copy_source("src/a%20b/o")
+        .metadata_directive(MetadataDirective::Replace)
+        .metadata("k", "w")
+        .send()
+        .await
+        .unwrap();
+    let got = c
+        .get_object()
+        .bucket("src")
+        .key("a b/o")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.metadata().unwrap().get("k").unwrap(), "w");
+    assert!(body(got).await == d);
+    // Conditional copy and a missing source.
+    let e = c
+        .copy_object()
+        .bucket("dst")
+        .key("x")
+        .copy_source("src/a%20b/o")
+        .copy_source_if_match("\"nope\"")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 412);
+    let e = c
+        .copy_object()
+        .bucket("dst")
+        .key("x")
+        .copy_source("src/missing")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multipart() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("mpu").send().await.unwrap();
+    let part = 5 << 20;
+    let d = data(2 * part + 12345, 3);
+    let up = c
+        .create_multipart_upload()
+        .bucket("mpu")
+        .key("big")
+        .content_type("video/x-test")
+        .metadata("m", "1")
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap().to_owned();
+    // Part 2 first, then 1, then 3; part 1 is uploaded twice.
+    let mut etags = std::collections::BTreeMap::new();
+    for (n, range) in [
+        (2, part..2 * part),
+        (1, 0..part),
+        (1, 0..part),
+        (3, 2 * part..d.len()),
+    ] {
+        let out = c
+            .upload_part()
+            .bucket("mpu")
+            .key("big")
+            .upload_id(&id)
+            .part_number(n)
+            .body(ByteStream::from(d[range.clone()].to_vec()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(out.e_tag().unwrap(), format!("\"{}\"", md5_hex(&d[range])));
+        etags.insert(n, out.e_tag().unwrap().to_owned());
+    }
+    let parts = c
+        .list_parts()
+        .bucket("mpu")
+        .key("big")
+        .upload_id(&id)
+        .send()
+        .await
+        .unwrap();
+    let nums: Vec<_> = parts
+        .parts()
+        .iter()
+        .map(|p| p.part_number().unwrap())
+        .collect();
+    assert_eq!(nums, [1, 2, 3]);
+    let page = c
+        .list_parts()
+        .bucket("mpu")
+        .key("big")
+        .upload_id(&id)
+        .max_parts(2)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.parts().len(), 2);
+    assert_eq!(page.is_truncated(), Some(true));
+    assert_eq!(page.next_part_number_marker(), Some("2"));
+    let uploads = c
+        .list_multipart_uploads()
+        .bucket("mpu")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploads.uploads().len(), 1);
+    assert_eq!(uploads.uploads()[0].upload_id(), Some(id.as_str()));
+
+    let completed = |list: &[(i32, &str)]| {
+        CompletedMultipartUpload::builder()
+            .set_parts(Some(
+                list.iter()
+                    .map(|(n, e)| CompletedPart::builder().part_number(*n).e_tag(*e).build())
+                    .collect(),
+            ))
+            .build()
+    };
+    // Wrong ETag, wrong order.
+    let e = c
+        .complete_multipart_upload()
+        .bucket("mpu")
+        .key("big")
+        .upload_id(&id)
+        .multipart_upload(completed(&[(1, &etags[&1]), (2, "\"0123\"")]))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidPart");
+    let e = c
+        .complete_multipart_upload()
+        .bucket("mpu")
+        .key("big")
+        .upload_id(&id)
+        .multipart_upload(completed(&[(2, &etags[&2]), (1, &etags[&1])]))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidPartOrder");
+    let out = c
+        .complete_multipart_upload()
+        .bucket("mpu")
+        .key("big")
+        .upload_id(&id)
+        .multipart_upload(completed(&[
+            (1, &etags[&1]),
+            (2, &etags[&2]),
+            (3, &etags[&3]),
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert!(out.e_tag().unwrap().ends_with("-3\""), "{:?}", out.e_tag());
+    let got = c
+        .get_object()
+        .bucket("mpu")
+        .key("big")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.content_type(), Some("video/x-test"));
+    assert_eq!(got.metadata().unwrap().get("m").unwrap(), "1");
+    assert!(body(got).await == d);
+    // One part by number.
+    let p2 = c
+        .get_object()
+        .bucket("mpu")
+        .key("big")
+        .part_number(2)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(p2.parts_count(), Some(3));
+    assert!(body(p2).await == d[part..2 * part]);
+    let e = c
+        .list_parts()
+        .bucket("mpu")
+        .key("big")
+        .upload_id(&id)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchUpload");
+
+    // EntityTooSmall: a small part that is not the last.
+    let id2 = c
+        .create_multipart_upload()
+        .bucket("mpu")
+        .key("small")
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
+    let mut small = Vec::new();
+    for n in 1..=2 {
+        let out = c
+            .upload_part()
+            .bucket("mpu")
+            .key("small")
+            .upload_id(&id2)
+            .part_number(n)
+            .body(ByteStream::from(vec![n as u8; 1000]))
+            .send()
+            .await
+            .unwrap();
+        small.push((n, out.e_tag().unwrap().to_owned()));
+    }
+    let e = c
+        .complete_multipart_upload()
+        .bucket("mpu")
+        .key("small")
+        .upload_id(&id2)
+        .multipart_upload(completed(&[(1, &small[0].1), (2, &small[1].1)]))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "EntityTooSmall");
+    // Abort.
+    c.abort_multipart_upload()
+        .bucket("mpu")
+        .key("small")
+        .upload_id(&id2)
+        .send()
+        .await
+        .unwrap();
+    let e = c
+        .upload_part()
+        .bucket("mpu")
+        .key("small")
+        .upload_id(&id2)
+        .part_number(3)
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchUpload");
+    let e = c
+        .upload_part()
+        .bucket("mpu")
+        .key("small")
+        .upload_id(&id2)
+        .part_number(10001)
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidArgument");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_part_copy_with_ranges() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("upc").send().await.unwrap();
+    let d = data(11 << 20, 5);
+    c.put_object()
+        .bucket("upc")
+        .key("src")
+        .body(ByteStream::from(d.clone()))
+        .send()
+        .await
+        .unwrap();
+    let id = c
+        .create_multipart_upload()
+        .bucket("upc")
+        .key("dst")
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
+    let cuts = [(0usize, 6 << 20), (6 << 20, d.len())];
+    let mut parts = Vec::new();
+    for (i, (lo, hi)) in cuts.iter().enumerate() {
+        let out = c
+            .upload_part_copy()
+            .bucket("upc")
+            .key("dst")
+            .upload_id(&id)
+            .part_number(i as i32 + 1)
+            .copy_source("upc/src")
+            .copy_source_range(format!("bytes={lo}-{}", hi - 1))
+            .send()
+            .await
+            .unwrap();
+        let etag = out.copy_part_result().unwrap().e_tag().unwrap().to_owned();
+        assert_eq!(etag, format!("\"{}\"", md5_hex(&d[*lo..*hi])));
+        parts.push(
+            CompletedPart::builder()
+                .part_number(i as i32 + 1)
+                .e_tag(etag)
+                .build(),
+        );
+    }
+    let e = c
+        .upload_part_copy()
+        .bucket("upc")
+        .key("dst")
+        .upload_id(&id)
+        .part_number(3)
+        .copy_source("upc/src")
+        .copy_source_range(format!("bytes=0-{}", d.len()))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidRange");
+    c.complete_multipart_upload()
+        .bucket("upc")
+        .key("dst")
+        .upload_id(&id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(parts))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let got = c
+        .get_object()
+        .bucket("upc")
+        .key("dst")
+        .send()
+        .await
+        .unwrap();
+    assert!(body(got).await == d);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versioning() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("ver").send().await.unwrap();
+    let st = c
+        .get_bucket_versioning()
+        .bucket("ver")
+        .send()
+        .await
+        .unwrap();
+    assert!(st.status().is_none());
+    c.put_bucket_versioning()
+        .bucket("ver")
+        .versioning_configuration(
+            VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let st = c
+        .get_bucket_versioning()
+        .bucket("ver")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(st.status(), Some(&BucketVersioningStatus::Enabled));
+    let mut ids = Vec::new();
+    for v in [&b"one"[..], b"two"] {
+        let out = c
+            .put_object()
+            .bucket("ver")
+            .key("k")
+            .body(ByteStream::from(v.to_vec()))
+            .send()
+            .await
+            .unwrap();
+        ids.push(out.version_id().unwrap().to_owned());
+    }
+    assert_ne!(ids[0], ids[1]);
+    let got = c
+        .get_object()
+        .bucket("ver")
+        .key("k")
+        .version_id(&ids[0])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.version_id(), Some(ids[0].as_str()));
+    assert_eq!(body(got).await, b"one");
+    let del = c
+        .delete_object()
+        .bucket("ver")
+        .key("k")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(del.delete_marker(), Some(true));
+    let marker = del.version_id().unwrap().to_owned();
+    let e = c
+        .get_object()
+        .bucket("ver")
+        .key("k")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey");
+    let vs = c.list_object_versions().bucket("ver").send().await.unwrap();
+    let got: Vec<_> = vs
+        .versions()
+        .iter()
+        .map(|v| v.version_id().unwrap().to_owned())
+        .collect();
+    assert_eq!(got, [ids[1].clone(), ids[0].clone()]);
+    assert_eq!(vs.delete_markers().len(), 1);
+    assert_eq!(vs.delete_markers()[0].version_id(), Some(marker.as_str()));
+    assert_eq!(vs.delete_markers()[0].is_latest(), Some(true));
+    // Removing the marker brings the object back.
+    c.delete_object()
+        .bucket("ver")
+        .key("k")
+        .version_id(&marker)
+        .send()
+        .await
+        .unwrap();
+    let got = c.get_object().bucket("ver").key("k").send().await.unwrap();
+    assert_eq!(body(got).await, b"two");
+    c.delete_object()
+        .bucket("ver")
+        .key("k")
+        .version_id(&ids[1])
+        .send()
+        .await
+        .unwrap();
+    let got = c.get_object().bucket("ver").key("k").send().await.unwrap();
+    assert_eq!(body(got).await, b"one");
+    let e = c
+        .get_object()
+        .bucket("ver")
+        .key("k")
+        .version_id("not-a-version")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidArgument");
+    // Suspended: PUT replaces the null version.
+    c.put_bucket_versioning()
+        .bucket("ver")
+        .versioning_configuration(
+            VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Suspended)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let st = c
+        .get_bucket_versioning()
+        .bucket("ver")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(st.status(), Some(&BucketVersioningStatus::Suspended));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authentication_errors() {
+    let mut srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("auth").send().await.unwrap();
+    let bad = srv.client_with(common::ACCESS_KEY, "wrong-secret-key");
+    let e = bad.list_buckets().send().await.unwrap_err();
+    assert_eq!(code(&e), "SignatureDoesNotMatch");
+    assert_eq!(status(&e), 403);
+    let unknown = srv.client_with("nobody-here", "whatever-secret");
+    let e = unknown.list_buckets().send().await.unwrap_err();
+    assert_eq!(code(&e), "InvalidAccessKeyId");
+    let e = bad
+        .put_object()
+        .bucket("auth")
+        .key("k")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "SignatureDoesNotMatch");
+    let e = c
+        .head_object()
+        .bucket("auth")
+        .key("k")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 404, "the refused PUT stored nothing");
+    // Anonymous requests are refused (no bucket policies yet).
+    let r = srv.raw(b"GET /auth/k HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(r.status, 403);
+    assert_eq!(r.code(), "AccessDenied");
+    assert!(r.header("x-amz-request-id").is_some_and(|v| !v.is_empty()));
+    assert!(r.text().contains("<RequestId>"));
+    assert!(srv.alive());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn presigned_urls() {
+    use aws_sdk_s3::presigning::PresigningConfig;
+    use std::time::Duration;
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("pre").send().await.unwrap();
+    // Presigned PUT, body sent by a plain HTTP client.
+    let put = c
+        .put_object()
+        .bucket("pre")
+        .key("p k")
+        .presigned(PresigningConfig::expires_in(Duration::from_secs(600)).unwrap())
+        .await
+        .unwrap();
+    let url = put.uri().trim_start_matches(&srv.endpoint).to_owned();
+    let mut req = format!(
+        "PUT {url} HTTP/1.1\r\nHost: {}\r\nContent-Length: 5\r\nConnection: close\r\n",
+        srv.addr
+    );
+    for (n, v) in put.headers() {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str("\r\nhello");
+    let r = srv.raw(req.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    // Presigned GET.
+    let get = c
+        .get_object()
+        .bucket("pre")
+        .key("p k")
+        .presigned(PresigningConfig::expires_in(Duration::from_secs(600)).unwrap())
+        .await
+        .unwrap();
+    let url = get.uri().trim_start_matches(&srv.endpoint).to_owned();
+    let r = srv.raw(
+        format!(
+            "GET {url} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            srv.addr
+        )
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.body, b"hello");
+    // A tampered signature and an expired URL.
+    let sig_at = url.find("X-Amz-Signature=").unwrap() + "X-Amz-Signature=".len();
+    let mut tampered = url.clone();
+    let flipped = if &url[sig_at..sig_at + 1] == "0" {
+        "1"
+    } else {
+        "0"
+    };
+    tampered.replace_range(sig_at..sig_at + 1, flipped);
+    let r = srv.raw(
+        format!(
+            "GET {tampered} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            srv.addr
+        )
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(r.code(), "SignatureDoesNotMatch");
+    let expired = c
+        .get_object()
+        .bucket("pre")
+        .key("p k")
+        .presigned(
+            PresigningConfig::builder()
+                .start_time(std::time::SystemTime::now() - Duration::from_secs(3600))
+                .expires_in(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let url = expired.uri().trim_start_matches(&srv.endpoint).to_owned();
+    let r = srv.raw(
+        format!(
+            "GET {url} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            srv.addr
+        )
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(r.code(), "AccessDenied");
+}
