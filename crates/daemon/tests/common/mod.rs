@@ -244,3 +244,86 @@ pub fn status<E>(
 ) -> u16 {
     e.raw_response().map_or(0, |r| r.status().as_u16())
 }
+
+/// `YYYYMMDDTHHMMSSZ` for now.
+fn amz_date_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+impl Server {
+    /// A raw HTTP/1.1 request signed with SigV4 (header auth, payload
+    /// `UNSIGNED-PAYLOAD`), so tests can send bodies no SDK would build.
+    /// `path` is already percent-encoded, with its query.
+    pub fn signed_raw(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Vec<u8> {
+        use s3_gateway::auth::{
+            CredentialScope, SecretKey, SigningKey, canonical_request, string_to_sign,
+        };
+        let date = amz_date_now();
+        let mut b = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", &self.addr)
+            .header("x-amz-date", &date)
+            .header("x-amz-content-sha256", "UNSIGNED-PAYLOAD");
+        for (n, v) in headers {
+            b = b.header(*n, *v);
+        }
+        let req = b.body(()).unwrap();
+        // Every x-amz-* header must be signed.
+        let mut signed: Vec<String> = req
+            .headers()
+            .keys()
+            .map(|n| n.as_str().to_owned())
+            .filter(|n| n == "host" || n.starts_with("x-amz-"))
+            .collect();
+        signed.sort();
+        signed.dedup();
+        let creq = canonical_request(&(&req).into(), &signed, "UNSIGNED-PAYLOAD", false).unwrap();
+        let scope = CredentialScope::new(&date[..8], "us-east-1", "s3");
+        let sts = string_to_sign(&date, &scope, &creq);
+        let sig = SigningKey::derive(&SecretKey::new(SECRET_KEY), &scope).sign(sts.as_bytes());
+        let mut out = format!("{method} {path} HTTP/1.1\r\n");
+        for (n, v) in req.headers() {
+            out.push_str(&format!("{n}: {}\r\n", v.to_str().unwrap()));
+        }
+        out.push_str(&format!(
+            "authorization: AWS4-HMAC-SHA256 Credential={ACCESS_KEY}/{scope}, SignedHeaders={}, Signature={}\r\n",
+            signed.join(";"),
+            sig.to_hex()
+        ));
+        out.push_str(&format!(
+            "content-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        ));
+        let mut out = out.into_bytes();
+        out.extend_from_slice(body);
+        out
+    }
+}
