@@ -1184,3 +1184,73 @@ async fn multipart_uploads() {
         assert_eq!(left, 0, "multipart area of {} not cleaned", d.display());
     }
 }
+
+/// Metadata edited in place (object tagging): every drive's `xl.meta` gets
+/// the new metadata, the data and the version stay, and a versioned
+/// object's older version is edited on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_updates_in_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = dirs(tmp.path(), 4);
+    let l = open(&dirs).await;
+    l.make_bucket("tags").await.unwrap();
+    let body = data(300_000, 5);
+    let before = put(&l, "tags", "obj", &body).await;
+    let after = l
+        .update_object_metadata("tags", "obj", None, &|m| {
+            m.insert("X-Amz-Tagging", "a=1&b=2".into());
+        })
+        .await
+        .unwrap();
+    assert_eq!(after.etag, before.etag);
+    assert_eq!(after.mod_time_nanos, before.mod_time_nanos);
+    let head = l.head_object("tags", "obj", None).await.unwrap();
+    assert_eq!(
+        head.metadata.get("X-Amz-Tagging").map(String::as_str),
+        Some("a=1&b=2")
+    );
+    assert_eq!(get(&l, "tags", "obj").await.unwrap(), body);
+    // Every drive agrees: HEAD still works with parity-many drives gone.
+    for d in &dirs[..2] {
+        wipe_bucket(d, "tags");
+    }
+    let head = l.head_object("tags", "obj", None).await.unwrap();
+    assert_eq!(
+        head.metadata.get("X-Amz-Tagging").map(String::as_str),
+        Some("a=1&b=2")
+    );
+    assert_eq!(get(&l, "tags", "obj").await.unwrap(), body);
+
+    // Versioned: editing the older version leaves the latest alone.
+    l.make_bucket("vtags").await.unwrap();
+    l.set_bucket_versioning("vtags", true).await.unwrap();
+    let v1 = put(&l, "vtags", "k", b"one").await;
+    let v2 = put(&l, "vtags", "k", b"two").await;
+    let sel = VersionSel::Id(v1.version_id.unwrap());
+    l.update_object_metadata("vtags", "k", Some(sel), &|m| {
+        m.insert("X-Amz-Tagging", "old=yes".into());
+    })
+    .await
+    .unwrap();
+    let h1 = l.head_object("vtags", "k", Some(sel)).await.unwrap();
+    assert_eq!(
+        h1.metadata.get("X-Amz-Tagging").map(String::as_str),
+        Some("old=yes")
+    );
+    let h2 = l.head_object("vtags", "k", None).await.unwrap();
+    assert_eq!(h2.version_id, v2.version_id);
+    assert!(!h2.metadata.contains_key("X-Amz-Tagging"));
+    // Removing the entry works too, and a missing key is NoSuchKey.
+    l.update_object_metadata("vtags", "k", Some(sel), &|m| {
+        m.remove("X-Amz-Tagging");
+    })
+    .await
+    .unwrap();
+    let h1 = l.head_object("vtags", "k", Some(sel)).await.unwrap();
+    assert!(!h1.metadata.contains_key("X-Amz-Tagging"));
+    let e = l
+        .update_object_metadata("vtags", "missing", None, &|_| {})
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::NoSuchKey { .. }), "{e}");
+}

@@ -871,6 +871,27 @@ impl ObjectLayer {
             .await
     }
 
+    /// Edits the user metadata of an object version in place, without
+    /// touching its data (object tagging). Returns the updated version.
+    pub async fn update_object_metadata(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+        edit: &(dyn Fn(&mut crate::xlmeta::UserMeta<'static>) + Send + Sync),
+    ) -> Result<ObjectInfo> {
+        names::check_key(key)?;
+        self.check_bucket_exists(bucket).await?;
+        let _g = self
+            .locker
+            .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
+            .await?;
+        let pool = self.pool_for_read(bucket, key, version).await?;
+        self.set_in(pool, key)
+            .update_user_metadata(bucket, key, version, edit)
+            .await
+    }
+
     /// Server-side copy: the source's bytes (and, unless `opts` gives a
     /// content type or metadata, its metadata) under a new key.
     pub async fn copy_object(

@@ -5,6 +5,7 @@ mod bucket;
 mod list;
 mod multipart;
 mod object;
+mod tagging;
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};
@@ -231,7 +232,10 @@ where
                 ctx.api = "GetObjectAcl";
                 object::head_only(gw, ctx).await?;
                 Ok(acl_response(ctx))
-            } else if ctx.has("tagging") || ctx.has("retention") || ctx.has("legal-hold") {
+            } else if ctx.has("tagging") {
+                ctx.api = "GetObjectTagging";
+                tagging::get(gw, ctx).await
+            } else if ctx.has("retention") || ctx.has("legal-hold") {
                 ctx.api = "Unsupported";
                 Err(S3Error::with_message(
                     "NotImplemented",
@@ -255,11 +259,10 @@ where
                     ctx.api = "UploadPart";
                     multipart::upload_part(gw, ctx).await
                 }
-            } else if ctx.has("tagging")
-                || ctx.has("acl")
-                || ctx.has("retention")
-                || ctx.has("legal-hold")
-            {
+            } else if ctx.has("tagging") {
+                ctx.api = "PutObjectTagging";
+                tagging::put(gw, ctx).await
+            } else if ctx.has("acl") || ctx.has("retention") || ctx.has("legal-hold") {
                 ctx.api = "Unsupported";
                 Err(S3Error::with_message(
                     "NotImplemented",
@@ -278,11 +281,8 @@ where
                 ctx.api = "AbortMultipartUpload";
                 multipart::abort(gw, ctx).await
             } else if ctx.has("tagging") {
-                ctx.api = "Unsupported";
-                Err(S3Error::with_message(
-                    "NotImplemented",
-                    "This object sub-resource is not implemented yet.",
-                ))
+                ctx.api = "DeleteObjectTagging";
+                tagging::delete(gw, ctx).await
             } else {
                 ctx.api = "DeleteObject";
                 object::delete_object(gw, ctx).await

@@ -94,6 +94,13 @@ pub(super) fn put_options(headers: &HeaderMap, size: Option<u64>) -> Result<PutO
         if n == "x-amz-storage-class" && v == "STANDARD" {
             continue;
         }
+        if n == "x-amz-tagging" {
+            let tags = super::tagging::parse_query(&v)?;
+            super::tagging::validate(&tags)?;
+            if tags.is_empty() {
+                continue;
+            }
+        }
         opts.metadata.push((stored, v));
     }
     Ok(opts)
