@@ -1287,3 +1287,91 @@ async fn object_tagging() {
         .unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_post_upload() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("forms").send().await.unwrap();
+    let policy = r#"{"expiration":"2099-12-31T00:00:00.000Z","conditions":[{"bucket":"forms"},["starts-with","$key","uploads/"],["content-length-range",1,2000000],{"success_action_status":"201"}]}"#;
+    let post = |form: (String, Vec<u8>)| {
+        let mut req = format!(
+            "POST /forms HTTP/1.1\r\nHost: {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            srv.addr,
+            form.0,
+            form.1.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&form.1);
+        srv.raw(&req)
+    };
+    // The file contains the boundary's prefix and CRLFs, and spans frames.
+    let mut file = data(1_000_000, 4);
+    file.extend_from_slice(b"\r\n--Tessera\r\n--");
+    let form = srv.post_form(
+        "forms",
+        policy,
+        common::SECRET_KEY,
+        &[
+            ("key", "uploads/${filename}"),
+            ("success_action_status", "201"),
+            ("Content-Type", "image/x-test"),
+            ("x-amz-meta-origin", "browser"),
+        ],
+        &file,
+    );
+    let r = post(form);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(
+        r.text().contains("<Key>uploads/up.bin</Key>"),
+        "{}",
+        r.text()
+    );
+    let got = c
+        .get_object()
+        .bucket("forms")
+        .key("uploads/up.bin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.content_type(), Some("image/x-test"));
+    assert_eq!(got.metadata().unwrap().get("origin").unwrap(), "browser");
+    assert!(got.body.collect().await.unwrap().into_bytes() == file);
+
+    // A key outside the policy, a wrong signature, a file over the range.
+    let r = post(srv.post_form(
+        "forms",
+        policy,
+        common::SECRET_KEY,
+        &[("key", "elsewhere/x"), ("success_action_status", "201")],
+        b"x",
+    ));
+    assert_eq!((r.status, r.code().as_str()), (403, "AccessDenied"));
+    let r = post(srv.post_form(
+        "forms",
+        policy,
+        "not-the-secret",
+        &[("key", "uploads/x"), ("success_action_status", "201")],
+        b"x",
+    ));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (403, "SignatureDoesNotMatch")
+    );
+    let r = post(srv.post_form(
+        "forms",
+        policy,
+        common::SECRET_KEY,
+        &[("key", "uploads/big"), ("success_action_status", "201")],
+        &data(2_000_001, 5),
+    ));
+    assert_eq!((r.status, r.code().as_str()), (400, "EntityTooLarge"));
+    let e = c
+        .head_object()
+        .bucket("forms")
+        .key("uploads/big")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 404, "nothing stored for a refused upload");
+}

@@ -193,6 +193,14 @@ fn default_of(code: &str) -> (StatusCode, &'static str) {
             "Your request header section exceeds the maximum allowed size.",
         ),
         "SlowDown" => (S::SERVICE_UNAVAILABLE, "Please reduce your request rate."),
+        "SignatureDoesNotMatch" => (
+            S::FORBIDDEN,
+            "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
+        ),
+        "InvalidAccessKeyId" => (
+            S::FORBIDDEN,
+            "The Access Key Id you provided does not exist in our records.",
+        ),
         "ServiceUnavailable" => (
             S::SERVICE_UNAVAILABLE,
             "The service is unavailable. Please retry.",

@@ -201,6 +201,10 @@ impl Gateway {
         self
     }
 
+    pub(crate) fn credentials(&self) -> &StaticCredentials {
+        self.verifier.credentials()
+    }
+
     /// The object layer served.
     pub fn layer(&self) -> &Arc<ObjectLayer> {
         &self.layer
@@ -271,6 +275,17 @@ impl Gateway {
     {
         self.check_headers(ctx)?;
         self.route(ctx)?;
+        // Browser uploads carry their signature in the form, not the head.
+        if ctx.parts.method == Method::POST
+            && ctx.bucket.is_some()
+            && ctx.key.is_none()
+            && let Some(b) = ctx
+                .header("content-type")
+                .and_then(crate::handlers::post_boundary)
+        {
+            ctx.api = "PostObject";
+            return crate::handlers::post_object(self, ctx, b).await;
+        }
         match self
             .verifier
             .authenticate((&ctx.parts).into(), SystemTime::now())?

@@ -327,3 +327,70 @@ impl Server {
         out
     }
 }
+
+/// Standard base64.
+pub fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in data.chunks(3) {
+        let b = [c[0], *c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+impl Server {
+    /// A browser-style POST upload form for `bucket`, its policy signed
+    /// with `secret`: `(content type, body)`.
+    pub fn post_form(
+        &self,
+        bucket: &str,
+        policy_json: &str,
+        secret: &str,
+        fields: &[(&str, &str)],
+        file: &[u8],
+    ) -> (String, Vec<u8>) {
+        use s3_gateway::auth::{CredentialScope, SecretKey, SigningKey};
+        let _ = bucket;
+        let date = amz_date_now();
+        let scope = CredentialScope::new(&date[..8], "us-east-1", "s3");
+        let policy = base64(policy_json.as_bytes());
+        let sig = SigningKey::derive(&SecretKey::new(secret), &scope).sign(policy.as_bytes());
+        let credential = format!("{ACCESS_KEY}/{scope}");
+        let boundary = "----TesseraFormBoundary7MA4YWxk";
+        let mut all: Vec<(String, String)> = fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        all.push(("x-amz-algorithm".into(), "AWS4-HMAC-SHA256".into()));
+        all.push(("x-amz-credential".into(), credential));
+        all.push(("x-amz-date".into(), date.clone()));
+        all.push(("policy".into(), policy));
+        all.push(("x-amz-signature".into(), sig.to_hex()));
+        let mut body = Vec::new();
+        for (k, v) in &all {
+            body.extend_from_slice(
+                format!(
+                    "--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n"
+                )
+                .as_bytes(),
+            );
+        }
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"up.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(file);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        (format!("multipart/form-data; boundary={boundary}"), body)
+    }
+}

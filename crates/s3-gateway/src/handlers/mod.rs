@@ -5,7 +5,10 @@ mod bucket;
 mod list;
 mod multipart;
 mod object;
+mod post;
 mod tagging;
+
+pub(crate) use post::{boundary as post_boundary, post_object};
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};
