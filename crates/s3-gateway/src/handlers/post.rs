@@ -206,6 +206,7 @@ impl<B> FileReader<'_, B> {
 }
 
 /// A parsed and checked policy.
+#[derive(Debug)]
 struct Policy {
     length: (u64, u64),
 }
