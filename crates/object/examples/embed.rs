@@ -48,7 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 size: Some(body.len() as u64),
                 content_type: Some("image/x-raw".into()),
                 metadata: vec![("X-Amz-Meta-Camera".into(), "tessera-1".into())],
-                parity: None,
+                ..PutOptions::default()
             },
         )
         .await?;

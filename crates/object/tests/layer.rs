@@ -126,6 +126,7 @@ async fn metadata_and_content_type_are_kept() {
             ("Cache-Control".into(), "no-cache".into()),
         ],
         parity: None,
+        trailing_metadata: None,
     };
     l.put_object("meta", "k", &mut &b"hello"[..], &opts)
         .await
@@ -644,6 +645,7 @@ async fn buckets() {
         content_type: Some("image/png".into()),
         metadata: vec![("X-Amz-Meta-A".into(), "1".into())],
         parity: None,
+        trailing_metadata: None,
     };
     l.put_object("two", "src", &mut &body[..], &opts)
         .await

@@ -74,6 +74,8 @@ pub(crate) struct BodyReader<B> {
     failed: bool,
     /// The verified checksum (algorithm, base64 value), once the body ended.
     pub(crate) verified_checksum: Option<(ChecksumAlgorithm, String)>,
+    /// Where to record the verified checksum as object metadata.
+    record: Option<object::layer::TrailingMetadata>,
 }
 
 fn fail(e: S3Error) -> io::Error {
@@ -107,7 +109,15 @@ where
             finished: false,
             failed: false,
             verified_checksum: None,
+            record: None,
         }
+    }
+
+    /// Records the verified checksum, when the body ends, as the metadata
+    /// entry `x-amz-checksum-<alg>` in `into` (before the reader reports
+    /// its end, so the object layer stores it with the version).
+    pub(crate) fn record_checksum_into(&mut self, into: object::layer::TrailingMetadata) {
+        self.record = Some(into);
     }
 
     /// Bytes received on the wire so far (chunk framing included).
@@ -168,7 +178,14 @@ where
                     .map(str::to_owned),
             };
             match want {
-                Some(w) if w == got => self.verified_checksum = Some((alg, got)),
+                Some(w) if w == got => {
+                    if let Some(r) = &self.record {
+                        r.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((alg.header_name().to_owned(), got.clone()));
+                    }
+                    self.verified_checksum = Some((alg, got));
+                }
                 Some(_) => {
                     return Err(S3Error::with_message(
                         "BadDigest",

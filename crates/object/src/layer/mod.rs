@@ -914,6 +914,7 @@ impl ObjectLayer {
                 content_type: Some(src.content_type.clone()),
                 metadata: src.metadata.clone().into_iter().collect(),
                 parity: None,
+                trailing_metadata: None,
             },
         };
         // Stream through a bounded pipe: the reader fills it while the

@@ -1801,6 +1801,11 @@ pub(crate) fn new_version(
     for (k, v) in &opts.metadata {
         ov.set_user(k.clone(), v.clone());
     }
+    if let Some(t) = &opts.trailing_metadata {
+        for (k, v) in t.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            ov.set_user(k.clone(), v.clone());
+        }
+    }
     ov
 }
 

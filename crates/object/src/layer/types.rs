@@ -78,7 +78,16 @@ pub struct PutOptions {
     /// Parity shards for this object (a storage class); the set's default
     /// when `None`.
     pub parity: Option<usize>,
+    /// Metadata known only once the body has been read to its end (a
+    /// checksum the client sent as a trailer, verified by the reader):
+    /// whatever the body's reader has put here when it reports its end is
+    /// stored with the version, like `metadata`.
+    pub trailing_metadata: Option<TrailingMetadata>,
 }
+
+/// Metadata a body reader fills in at the end of the body; see
+/// [`PutOptions::trailing_metadata`].
+pub type TrailingMetadata = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
 
 /// A byte range of a GET.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -158,8 +158,13 @@ where
             .detail("ProposedSize", size.to_string())
             .detail("MaxSizeAllowed", max.to_string()));
     }
-    let opts = put_options(&ctx.parts.headers, Some(size))?;
+    let mut opts = put_options(&ctx.parts.headers, Some(size))?;
     let mut reader = body_reader(gw, ctx, (max, "EntityTooLarge"))?;
+    // The verified checksum is stored with the object (returned in
+    // checksum mode), whether it came as a header or as a trailer.
+    let trailing = object::layer::TrailingMetadata::default();
+    reader.record_checksum_into(trailing.clone());
+    opts.trailing_metadata = Some(trailing);
     let res = gw
         .layer
         .put_object(ctx.bucket(), ctx.key(), &mut reader, &opts)
@@ -428,6 +433,24 @@ pub(super) async fn get_object<B>(
     if let Some(n) = parts_count {
         set(h, "x-amz-mp-parts-count", &n.to_string());
     }
+    // Checksum mode: the stored full-object checksum, for whole-object
+    // reads only (a range has no stored checksum).
+    if status == StatusCode::OK
+        && !by_part
+        && ctx
+            .header("x-amz-checksum-mode")
+            .is_some_and(|m| m.eq_ignore_ascii_case("enabled"))
+    {
+        for alg in crate::auth::ChecksumAlgorithm::ALL {
+            if let Some((_, v)) = info
+                .metadata
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(alg.header_name()))
+            {
+                set(h, alg.header_name(), v);
+            }
+        }
+    }
     for (q, hname) in OVERRIDES {
         if let Some(v) = ctx.q(q) {
             set(h, hname, v);
@@ -630,6 +653,7 @@ where
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             parity: None,
+            trailing_metadata: None,
         };
         if sc != "STANDARD" {
             o.metadata
