@@ -9,6 +9,9 @@
 //!   oracle of the interoperability tests) into `target/tools/bin` with
 //!   `go install`, reused for 30 days (`TESSERA_TOOLS_MAX_AGE_DAYS`);
 //!   `TESSERA_MINIO` and `TESSERA_MC` name binaries to use instead.
+//! - `cargo xtask clients [UNITTEST ARGS]`: the client test suites alone
+//!   (boto3, aws-cli and mc against the real `tessera` binary, in
+//!   `tests/python`), e.g. `cargo xtask clients -k Multipart`.
 
 use std::env;
 use std::io::{BufRead, BufReader};
@@ -32,13 +35,21 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("bench") => bench(args.iter().any(|a| a == "--quick")),
         Some("tools") => tools(args.iter().any(|a| a == "--update")).map(|_| ()),
+        Some("clients") => tools(false).and_then(|(_, mc)| {
+            let mut counts = Counts::default();
+            client_suites(&mc, &args[1..], &mut counts)?;
+            println!("{} passed, {} failed", counts.passed, counts.failed);
+            Ok(())
+        }),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
                  ci               fmt, clippy, cross-target checks, all tests, benchmarks in test mode\n  \
                  bench [--quick]  criterion kernel benchmarks and the Go (MinIO library) benchmarks\n  \
-                 tools [--update] install the MinIO server and mc into target/tools/bin"
+                 tools [--update] install the MinIO server and mc into target/tools/bin\n  \
+                 clients [ARGS]   the boto3, aws-cli and mc suites against the tessera binary\n                   \
+                  (ARGS go to python -m unittest, e.g. -k Multipart)"
             );
             Err("no task given".to_string())
         }
@@ -196,6 +207,9 @@ fn ci() -> Result<(), String> {
         &mut counts,
     )?;
 
+    // The real clients (boto3, aws-cli, mc) against the real server binary.
+    client_suites(&mc, &[], &mut counts)?;
+
     // Benchmarks in test mode: each benchmark runs once, so they never rot.
     run(
         "benchmarks (test mode)",
@@ -209,6 +223,177 @@ fn ci() -> Result<(), String> {
     );
     println!("{} passed, {} failed", counts.passed, counts.failed);
     Ok(())
+}
+
+/// Where the Python client suites live, relative to the workspace root.
+const CLIENT_SUITES: &str = "tests/python";
+
+/// The client test suites (`tests/python`: boto3, aws-cli and mc against
+/// the `tessera` binary, each test class on its own server): builds the
+/// daemon, prepares the Python environment ([`python_env`]) and runs
+/// `python -m unittest discover`, with `extra` appended (a filter such as
+/// `-k Multipart`). Their counts are added to `counts`.
+fn client_suites(mc: &Path, extra: &[String], counts: &mut Counts) -> Result<(), String> {
+    run(
+        "build the tessera binary",
+        cargo().args(["build", "--locked", "-p", "daemon"]),
+    )?;
+    let tessera = target_dir().join("debug/tessera");
+    if !tessera.is_file() {
+        return Err(format!("{} was not built", tessera.display()));
+    }
+    let python = python_env()?;
+    let suites = workspace_root().join(CLIENT_SUITES);
+    let mut unittest = Command::new(&python);
+    unittest
+        .args(["-m", "unittest", "discover", "-s"])
+        .arg(&suites)
+        .arg("-t")
+        .arg(&suites)
+        .args(["-p", "test_*.py", "-v"])
+        .args(extra)
+        .env("TESSERA_BIN", &tessera)
+        .env("TESSERA_MC", mc)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONUNBUFFERED", "1")
+        .current_dir(workspace_root());
+    run_unittest("client suites (boto3, aws-cli, mc)", &mut unittest, counts)
+}
+
+/// The Cargo target directory (`CARGO_TARGET_DIR` or `target/`).
+fn target_dir() -> PathBuf {
+    match env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => workspace_root().join(dir),
+        None => workspace_root().join("target"),
+    }
+}
+
+/// The Python interpreter of the client suites, with the pinned packages of
+/// `tests/python/requirements.txt` importable.
+///
+/// A virtual environment at `target/pyenv` (created with `python3 -m venv`;
+/// `TESSERA_PYTHON` names another interpreter to create it with), reused
+/// while the requirements file is unchanged: the file's text is kept in
+/// `target/pyenv/requirements.installed` once every package is in, so an
+/// interrupted install is redone. Where Python has no working `venv` module
+/// the packages go to the user's site directory (`pip install --user`) and
+/// the interpreter itself is returned. Nothing system-wide is touched.
+fn python_env() -> Result<PathBuf, String> {
+    let requirements_path = workspace_root()
+        .join(CLIENT_SUITES)
+        .join("requirements.txt");
+    let requirements = std::fs::read_to_string(&requirements_path)
+        .map_err(|e| format!("reading {}: {e}", requirements_path.display()))?;
+    let system = env::var_os("TESSERA_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from("python3"), PathBuf::from);
+    let venv = target_dir().join("pyenv");
+    let python = venv.join("bin/python");
+    let stamp = venv.join("requirements.installed");
+    if python.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(&*requirements) {
+        eprintln!(
+            "==> Python environment: {} (requirements unchanged; not installing)",
+            venv.display()
+        );
+        return Ok(python);
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let created = run(
+        "create the Python environment",
+        Command::new(&system).arg("-m").arg("venv").arg(&venv),
+    );
+    let (python, user) = match created {
+        Ok(()) if python.is_file() => (python, false),
+        outcome => {
+            let why = outcome
+                .err()
+                .unwrap_or_else(|| "no interpreter in it".into());
+            eprintln!(
+                "    no virtual environment ({why}); installing with pip --user for {}",
+                system.display()
+            );
+            let _ = std::fs::remove_dir_all(&venv);
+            (system, true)
+        }
+    };
+    let mut pip = Command::new(&python);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--quiet",
+    ]);
+    if user {
+        pip.arg("--user");
+    }
+    pip.arg("-r").arg(&requirements_path);
+    run("install the Python clients (boto3, aws-cli)", &mut pip).map_err(|e| {
+        format!(
+            "{e}: the client suites need Python 3 with venv (or pip) and access to PyPI \
+             (or set TESSERA_PYTHON to an interpreter that has them)"
+        )
+    })?;
+    if !user {
+        std::fs::write(&stamp, &requirements)
+            .map_err(|e| format!("writing {}: {e}", stamp.display()))?;
+    }
+    Ok(python)
+}
+
+/// Runs a `python -m unittest` command, echoing its report (unittest writes
+/// it to stderr) and adding its `Ran N tests` / `FAILED (...)` counts.
+fn run_unittest(step: &str, command: &mut Command, counts: &mut Counts) -> Result<(), String> {
+    eprintln!("\n==> {step}\n    {command:?}");
+    let started = Instant::now();
+    let mut child = command
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| format!("{step}: cannot start: {error}"))?;
+    let stderr = child.stderr.take().expect("stderr was piped");
+    let (mut ran, mut failed, mut skipped) = (0, 0, 0);
+    for line in BufReader::new(stderr).lines() {
+        let line = line.map_err(|error| format!("{step}: reading output: {error}"))?;
+        eprintln!("{line}");
+        if let Some(rest) = line.strip_prefix("Ran ") {
+            ran += count_before(rest, " test");
+        } else if line.starts_with("OK") || line.starts_with("FAILED") {
+            for (name, n) in unittest_outcomes(&line) {
+                match name {
+                    "failures" | "errors" | "unexpected successes" => failed += n,
+                    "skipped" | "expected failures" => skipped += n,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|error| format!("{step}: waiting: {error}"))?;
+    eprintln!("    ({step}: {:.1} s)", started.elapsed().as_secs_f64());
+    counts.passed += ran.saturating_sub(failed + skipped);
+    counts.failed += failed;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{step} failed ({status})"))
+    }
+}
+
+/// The `name=count` pairs of unittest's last line, `OK (skipped=1)` or
+/// `FAILED (failures=2, errors=1, expected failures=1)`.
+fn unittest_outcomes(line: &str) -> Vec<(&str, u64)> {
+    let inner = line
+        .split_once('(')
+        .and_then(|(_, rest)| rest.rsplit_once(')'))
+        .map_or("", |(inner, _)| inner);
+    inner
+        .split(", ")
+        .filter_map(|item| {
+            let (name, n) = item.split_once('=')?;
+            Some((name.trim(), n.trim().parse().ok()?))
+        })
+        .collect()
 }
 
 /// The cargo feature that compiles the tests against the real MinIO.
