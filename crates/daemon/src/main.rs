@@ -1,110 +1,300 @@
 //! `tessera`: the Tessera server.
+//!
+//! `tessera server [FLAGS] ENDPOINTS...` opens the drives, serves S3 over
+//! HTTP or HTTPS (HTTP/1.1 and HTTP/2), answers health and Prometheus
+//! requests, runs the background scanner, speaks systemd's notification
+//! protocol, reloads certificates on SIGHUP and drains requests in flight
+//! on SIGTERM or SIGINT. Configuration comes from flags and the
+//! environment, MinIO's variable names included (see `cli` and
+//! `docs/operations.md`).
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
+mod banner;
+mod cli;
+mod config;
+mod health;
+mod metrics;
+mod server;
+mod systemd;
+mod tls;
+mod token;
+
+use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use object::layer::{LayerOptions, ObjectLayer};
 use s3_gateway::{Gateway, GatewayConfig};
+use tokio::signal::unix::{SignalKind, signal};
 
-fn usage() -> ! {
-    eprintln!("usage: tessera server [--address HOST:PORT] DIR...");
-    std::process::exit(2);
-}
+use crate::cli::{Command, ServerArgs, TokenArgs};
+use crate::config::{ConfigError, Env, LocalHost, LogFormat, ServerConfig};
+use crate::health::Health;
+use crate::metrics::{Metrics, MetricsAuth};
+use crate::server::{App, ServeOptions, Server};
+use crate::systemd::Notifier;
+use crate::tls::TlsSetup;
 
-fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TESSERA_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() != Some("server") {
-        usage();
-    }
-    let mut address = "0.0.0.0:9000".to_owned();
-    let mut dirs = Vec::new();
-    while let Some(a) = args.next() {
-        if a == "--address" {
-            address = args.next().unwrap_or_else(|| usage());
-        } else {
-            dirs.push(a);
+fn main() -> ExitCode {
+    let cli = cli::parse();
+    let result = match cli.command {
+        Command::Server(args) => server_main(args),
+        Command::PrometheusToken(args) => token_main(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tessera: error: {e}");
+            ExitCode::FAILURE
         }
     }
-    if dirs.is_empty() {
-        usage();
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    if let Err(e) = rt.block_on(run(address, dirs)) {
-        eprintln!("tessera: {e}");
-        std::process::exit(1);
-    }
 }
 
-async fn run(address: String, args: Vec<String>) -> Result<(), String> {
-    let mut dirs = Vec::new();
-    for a in &args {
-        let expanded = if placement::ellipses::has_ellipses(a) {
-            placement::ellipses::expand(a).map_err(|e| format!("{a}: {e}"))?
-        } else {
-            vec![a.clone()]
-        };
-        dirs.extend(expanded.into_iter().map(PathBuf::from));
+fn init_logging(cfg: &config::LogConfig) -> Result<(), ConfigError> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&cfg.filter)
+        .map_err(|e| ConfigError(format!("TESSERA_LOG='{}': {e}", cfg.filter)))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let r = match cfg.format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    r.map_err(|e| ConfigError(format!("installing the logger: {e}")))
+}
+
+fn server_main(args: ServerArgs) -> Result<ExitCode, ConfigError> {
+    let env = Env::from_process()?;
+    let cwd =
+        std::env::current_dir().map_err(|e| ConfigError(format!("the working directory: {e}")))?;
+    let local = LocalHost::detect();
+    let cfg = ServerConfig::resolve(&args, &env, &cwd, &local)?;
+    init_logging(&cfg.log)?;
+    for w in &cfg.warnings {
+        tracing::warn!("{w}");
     }
-    for d in &dirs {
-        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tessera")
+        .build()
+        .map_err(|e| ConfigError(format!("starting the runtime: {e}")))?;
+    let code = runtime.block_on(run(cfg, env, local))?;
+    // Connections cut at the drain deadline may leave tasks behind: do not
+    // wait for them.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(code)
+}
+
+fn token_main(args: &TokenArgs) -> Result<ExitCode, ConfigError> {
+    let env = Env::from_process()?;
+    let mut warnings = Vec::new();
+    let creds = config::credentials(&env, &mut warnings)?;
+    for w in warnings {
+        eprintln!("tessera: warning: {w}");
     }
-    let layer = ObjectLayer::open_dirs(&dirs, LayerOptions::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    let user = std::env::var("TESSERA_ROOT_USER")
-        .or_else(|_| std::env::var("MINIO_ROOT_USER"))
-        .unwrap_or_else(|_| "minioadmin".to_owned());
-    let password = std::env::var("TESSERA_ROOT_PASSWORD")
-        .or_else(|_| std::env::var("MINIO_ROOT_PASSWORD"))
-        .unwrap_or_else(|_| "minioadmin".to_owned());
-    let gateway = Arc::new(Gateway::new(
-        Arc::new(layer),
+    let expiry = match &args.expiry {
+        Some(e) => config::parse_duration(e).map_err(|e| ConfigError(format!("--expiry {e}")))?,
+        None => Duration::from_secs(100 * 365 * 24 * 3600),
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let exp = now.saturating_add(expiry.as_secs()).min(i64::MAX as u64) as i64;
+    let token = token::generate(&creds.user, &creds.password, exp);
+    println!("scrape_configs:");
+    println!("- job_name: tessera");
+    println!("  bearer_token: {token}");
+    println!("  metrics_path: /minio/v2/metrics/cluster");
+    println!("  scheme: http");
+    println!("  static_configs:");
+    println!("  - targets: ['localhost:9000']");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, ConfigError> {
+    let (notifier, warning) = Notifier::from_env(env.raw(cli::NOTIFY_SOCKET.name));
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    if notifier.enabled() {
+        tracing::debug!("notifying systemd through NOTIFY_SOCKET");
+    }
+    notifier.status("starting");
+
+    let tls = match tls::setup(cfg.certs_dir.as_deref(), cfg.certs_dir_explicit) {
+        Ok(TlsSetup::Disabled) => None,
+        Ok(TlsSetup::Enabled(t)) => {
+            tracing::info!(dir = %t.dir.display(), trusted_cas = t.ca_count, "TLS enabled");
+            Some(t)
+        }
+        Err(e) => return Err(ConfigError(format!("TLS: {e}"))),
+    };
+    if cfg.drives.https_urls && tls.is_none() {
+        return Err(ConfigError(
+            "the endpoints are https URLs but no certificate is configured (public.crt and \
+             private.key in the certificates directory)"
+                .into(),
+        ));
+    }
+
+    let listeners = server::bind(&cfg.listen).await.map_err(ConfigError)?;
+    let addrs: Vec<_> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .collect();
+
+    notifier.status("opening drives");
+    let opts = LayerOptions {
+        parity: cfg.standard_parity,
+        rrs_parity: cfg.rrs_parity,
+        set_drive_count: cfg.drives.set_drive_count,
+        drive: None,
+    };
+    let layer = Arc::new(
+        ObjectLayer::open_pool_dirs(&cfg.drives.pools, opts)
+            .await
+            .map_err(|e| ConfigError(format!("opening the drives: {e}")))?,
+    );
+
+    let metrics = Arc::new(Metrics::new());
+    let gateway = Gateway::new(
+        layer.clone(),
         GatewayConfig {
-            credentials: vec![(user, password)],
+            region: cfg.region.clone(),
+            credentials: vec![(
+                cfg.credentials.user.clone(),
+                cfg.credentials.password.clone(),
+            )],
+            domains: cfg.domains.clone(),
             ..GatewayConfig::default()
         },
-    ));
-    let addr: SocketAddr = address
-        .parse()
-        .map_err(|e| format!("--address {address}: {e}"))?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("listening on {addr}: {e}"))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
-    println!("API: http://{local}");
-    loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("accept: {e}");
-                continue;
+    )
+    .with_observer(metrics.clone());
+    let scanner = layer.spawn_scanner(cfg.scanner.clone());
+    let app = Arc::new(App {
+        gateway,
+        health: Health::new(layer.clone()),
+        metrics,
+        metrics_auth: if cfg.prometheus_public {
+            MetricsAuth::Public
+        } else {
+            MetricsAuth::Jwt {
+                access: cfg.credentials.user.clone(),
+                secret: cfg.credentials.password.clone(),
             }
-        };
-        let gw = gateway.clone();
-        tokio::spawn(async move {
-            let svc = service_fn(move |req| {
-                let gw = gw.clone();
-                async move { Ok::<_, std::convert::Infallible>(gw.handle(req).await) }
-            });
-            if let Err(e) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), svc)
-                .await
-            {
-                tracing::debug!("connection: {e}");
-            }
-        });
+        },
+        layer: layer.clone(),
+        scanner: Some(scanner),
+    });
+
+    // Signals are installed before the server says it is ready.
+    let sig = |k: SignalKind| signal(k).map_err(|e| ConfigError(format!("signal handler: {e}")));
+    let (mut term, mut int, mut hup) = (
+        sig(SignalKind::terminate())?,
+        sig(SignalKind::interrupt())?,
+        sig(SignalKind::hangup())?,
+    );
+
+    let mut server = Server::start(
+        listeners,
+        app.clone(),
+        ServeOptions {
+            read_header_timeout: cfg.read_header_timeout,
+            tls: tls.clone(),
+        },
+    );
+
+    let urls = banner::api_urls(&addrs, tls.is_some(), local.hostname());
+    let sc = layer.storage_class();
+    print!(
+        "{}",
+        banner::render(
+            &cfg,
+            &banner::Facts {
+                urls: &urls,
+                tls_dir: tls.as_ref().map(|t| t.dir.as_path()),
+                deployment_id: layer.deployment_id().to_string(),
+                drives: layer.drives().count(),
+                sets: layer.sets().len(),
+                standard_parity: sc.standard_parity(),
+                rrs_parity: sc.rrs_parity(),
+            },
+        )
+    );
+    if cfg.credentials.is_default() {
+        tracing::warn!(
+            "default credentials minioadmin:minioadmin in use; set TESSERA_ROOT_USER and \
+             TESSERA_ROOT_PASSWORD"
+        );
     }
+    let snapshot = app.health.snapshot().await;
+    let status = format!(
+        "serving S3 on {} ({}/{} drives online)",
+        urls.join(" "),
+        snapshot.online(),
+        snapshot.drives.len()
+    );
+    tracing::info!(addresses = %urls.join(" "), "{status}");
+    notifier.ready(&status);
+    let watchdog = systemd::watchdog_interval(env.raw("WATCHDOG_USEC"), env.raw("WATCHDOG_PID"))
+        .map(|period| {
+            let n = Notifier::from_env(env.raw(cli::NOTIFY_SOCKET.name)).0;
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(period / 2);
+                loop {
+                    tick.tick().await;
+                    n.notify("WATCHDOG=1");
+                }
+            })
+        });
+
+    let reason = loop {
+        tokio::select! {
+            _ = term.recv() => break "SIGTERM",
+            _ = int.recv() => break "SIGINT",
+            _ = hup.recv() => match &tls {
+                Some(t) => match t.reload() {
+                    Ok(()) => {
+                        tracing::info!(dir = %t.dir.display(), "certificates reloaded");
+                        notifier.status(&format!("{status}; certificates reloaded"));
+                    }
+                    Err(e) => tracing::error!("certificate reload failed, keeping the current ones: {e}"),
+                },
+                None => tracing::info!("SIGHUP: TLS is off, nothing to reload"),
+            },
+        }
+    };
+
+    tracing::info!(
+        signal = reason,
+        timeout_secs = cfg.shutdown_timeout.as_secs_f64(),
+        "shutting down: no new connections, draining requests in flight"
+    );
+    app.health.set_draining();
+    server.stop_accepting().await;
+    // The listeners are closed: tell systemd (and anyone waiting) we are going.
+    notifier.stopping("stopping: draining requests in flight");
+    let drain = server.drain(cfg.shutdown_timeout);
+    tokio::pin!(drain);
+    let forced = |notifier: &Notifier| {
+        tracing::warn!("second signal: exiting without waiting for requests in flight");
+        notifier.stopping("forced stop");
+        ExitCode::FAILURE
+    };
+    let ok = tokio::select! {
+        ok = &mut drain => ok,
+        _ = term.recv() => return Ok(forced(&notifier)),
+        _ = int.recv() => return Ok(forced(&notifier)),
+    };
+    if let Some(w) = watchdog {
+        w.abort();
+    }
+    if ok {
+        tracing::info!("all requests finished; stopped");
+    } else {
+        tracing::warn!(
+            "shutdown timeout ({:?}) reached: cut the connections still open",
+            cfg.shutdown_timeout
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

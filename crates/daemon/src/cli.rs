@@ -1,0 +1,268 @@
+//! The command line (clap) and the environment variables it documents.
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// One environment variable the daemon reads: its Tessera name, the MinIO
+/// names accepted in its place (the Tessera name wins), and what it does.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvVar {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub help: &'static str,
+}
+
+pub const ROOT_USER: EnvVar = EnvVar {
+    name: "TESSERA_ROOT_USER",
+    aliases: &["MINIO_ROOT_USER", "MINIO_ACCESS_KEY"],
+    help: "root access key (at least 3 characters, no '=' or ','); default minioadmin",
+};
+pub const ROOT_PASSWORD: EnvVar = EnvVar {
+    name: "TESSERA_ROOT_PASSWORD",
+    aliases: &["MINIO_ROOT_PASSWORD", "MINIO_SECRET_KEY"],
+    help: "root secret key (at least 8 characters); default minioadmin",
+};
+pub const VOLUMES: EnvVar = EnvVar {
+    name: "TESSERA_VOLUMES",
+    aliases: &["MINIO_VOLUMES"],
+    help: "drive endpoints, space separated, used when none are given as arguments",
+};
+pub const ADDRESS: EnvVar = EnvVar {
+    name: "TESSERA_ADDRESS",
+    aliases: &["MINIO_ADDRESS"],
+    help: "listen address HOST:PORT when --address is not given; default :9000",
+};
+pub const CONSOLE_ADDRESS: EnvVar = EnvVar {
+    name: "TESSERA_CONSOLE_ADDRESS",
+    aliases: &["MINIO_CONSOLE_ADDRESS"],
+    help: "accepted for compatibility and ignored: Tessera has no web console",
+};
+pub const CERTS_DIR: EnvVar = EnvVar {
+    name: "TESSERA_CERTS_DIR",
+    aliases: &[],
+    help: "certificates directory when --certs-dir is not given; default ${HOME}/.tessera/certs",
+};
+pub const STORAGE_CLASS_STANDARD: EnvVar = EnvVar {
+    name: "TESSERA_STORAGE_CLASS_STANDARD",
+    aliases: &["MINIO_STORAGE_CLASS_STANDARD"],
+    help: "parity of the STANDARD storage class, EC:n; default from the set size",
+};
+pub const STORAGE_CLASS_RRS: EnvVar = EnvVar {
+    name: "TESSERA_STORAGE_CLASS_RRS",
+    aliases: &["MINIO_STORAGE_CLASS_RRS"],
+    help: "parity of the REDUCED_REDUNDANCY storage class, EC:n; default EC:1",
+};
+pub const ERASURE_SET_DRIVE_COUNT: EnvVar = EnvVar {
+    name: "TESSERA_ERASURE_SET_DRIVE_COUNT",
+    aliases: &["MINIO_ERASURE_SET_DRIVE_COUNT"],
+    help: "drives per erasure set of fresh drives (2-16); default chosen as MinIO does",
+};
+pub const DOMAIN: EnvVar = EnvVar {
+    name: "TESSERA_DOMAIN",
+    aliases: &["MINIO_DOMAIN"],
+    help: "domains of virtual-host-style requests (bucket.DOMAIN), comma separated",
+};
+pub const REGION: EnvVar = EnvVar {
+    name: "TESSERA_REGION",
+    aliases: &["MINIO_SITE_REGION", "MINIO_REGION"],
+    help: "region of the server (SigV4 scope, GetBucketLocation); default us-east-1",
+};
+pub const PROMETHEUS_AUTH_TYPE: EnvVar = EnvVar {
+    name: "TESSERA_PROMETHEUS_AUTH_TYPE",
+    aliases: &["MINIO_PROMETHEUS_AUTH_TYPE"],
+    help: "jwt (default: bearer token from `tessera prometheus-token` or \
+           `mc admin prometheus generate`) or public",
+};
+pub const LOG: EnvVar = EnvVar {
+    name: "TESSERA_LOG",
+    aliases: &[],
+    help: "log filter, tracing-subscriber syntax (info, debug, s3_gateway=debug,...); default info",
+};
+pub const LOG_FORMAT: EnvVar = EnvVar {
+    name: "TESSERA_LOG_FORMAT",
+    aliases: &[],
+    help: "text (default) or json (one JSON object per line); --json sets json",
+};
+pub const SHUTDOWN_TIMEOUT: EnvVar = EnvVar {
+    name: "TESSERA_SHUTDOWN_TIMEOUT",
+    aliases: &["MINIO_SHUTDOWN_TIMEOUT"],
+    help: "longest wait for requests in flight at SIGTERM/SIGINT (Go-style duration); default 30s",
+};
+pub const READ_HEADER_TIMEOUT: EnvVar = EnvVar {
+    name: "TESSERA_READ_HEADER_TIMEOUT",
+    aliases: &["MINIO_READ_HEADER_TIMEOUT"],
+    help: "longest wait for a request's headers, also the idle keep-alive timeout; default 30s",
+};
+pub const SCANNER_RATE: EnvVar = EnvVar {
+    name: "TESSERA_SCANNER_RATE",
+    aliases: &[],
+    help: "object versions the background scanner checks per second (0: unlimited); default 100",
+};
+pub const SCANNER_INTERVAL: EnvVar = EnvVar {
+    name: "TESSERA_SCANNER_INTERVAL",
+    aliases: &[],
+    help: "pause between two full scanner passes (Go-style duration); default 1h",
+};
+pub const NOTIFY_SOCKET: EnvVar = EnvVar {
+    name: "NOTIFY_SOCKET",
+    aliases: &[],
+    help: "set by systemd (Type=notify): READY=1, STATUS=, STOPPING=1 are sent there",
+};
+pub const WATCHDOG_USEC: EnvVar = EnvVar {
+    name: "WATCHDOG_USEC",
+    aliases: &[],
+    help: "set by systemd (WatchdogSec=): WATCHDOG=1 is sent every half period",
+};
+
+/// Every variable, in the order the help lists them.
+pub const ENV_VARS: &[EnvVar] = &[
+    ROOT_USER,
+    ROOT_PASSWORD,
+    VOLUMES,
+    ADDRESS,
+    CONSOLE_ADDRESS,
+    CERTS_DIR,
+    STORAGE_CLASS_STANDARD,
+    STORAGE_CLASS_RRS,
+    ERASURE_SET_DRIVE_COUNT,
+    DOMAIN,
+    REGION,
+    PROMETHEUS_AUTH_TYPE,
+    LOG,
+    LOG_FORMAT,
+    SHUTDOWN_TIMEOUT,
+    READ_HEADER_TIMEOUT,
+    SCANNER_RATE,
+    SCANNER_INTERVAL,
+    NOTIFY_SOCKET,
+    WATCHDOG_USEC,
+];
+
+/// The environment section of `tessera server --help`.
+pub fn env_help() -> String {
+    let mut s = String::from(
+        "ENVIRONMENT:\n  Command-line flags win over the environment; a TESSERA_* variable wins over\n  \
+         the MinIO names listed after it, so a MinIO environment file works unchanged.\n\n",
+    );
+    for v in ENV_VARS {
+        s.push_str("  ");
+        s.push_str(v.name);
+        for a in v.aliases {
+            s.push_str(", ");
+            s.push_str(a);
+        }
+        s.push_str("\n      ");
+        s.push_str(v.help);
+        s.push('\n');
+    }
+    s.push_str(
+        "\nENDPOINTS:\n  A directory, several directories (one erasure set pool), or MinIO's ellipsis\n  \
+         syntax, one pool per argument: /mnt/disk{1...8}, http://host{1...4}:9000/mnt/disk{1...8}.\n  \
+         Only drives of this machine are served today (URLs naming this host are accepted).\n\n\
+         EXAMPLES:\n  tessera server ./data\n  tessera server --address :9000 /mnt/disk{1...8}\n  \
+         TESSERA_ROOT_USER=admin TESSERA_ROOT_PASSWORD=change-me-now tessera server /srv/d{1...4}\n",
+    );
+    s
+}
+
+/// Tessera, an S3-compatible erasure-coded object store.
+#[derive(Debug, Parser)]
+#[command(name = "tessera", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start the object storage server.
+    Server(ServerArgs),
+    /// Print a bearer token for Prometheus to scrape the metrics endpoint
+    /// (signed with the root credentials, as `mc admin prometheus generate`).
+    PrometheusToken(TokenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Bind to HOST:PORT; HOST may be empty (all interfaces), an IP or a host name
+    /// [env: TESSERA_ADDRESS, MINIO_ADDRESS] [default: :9000]
+    #[arg(long, value_name = "HOST:PORT")]
+    pub address: Option<String>,
+
+    /// Accepted for compatibility with MinIO and ignored (there is no web console)
+    #[arg(long, value_name = "HOST:PORT")]
+    pub console_address: Option<String>,
+
+    /// Certificates directory: public.crt and private.key enable HTTPS, CAs/ holds
+    /// trusted CAs [env: TESSERA_CERTS_DIR] [default: ${HOME}/.tessera/certs]
+    #[arg(short = 'S', long, value_name = "DIR")]
+    pub certs_dir: Option<PathBuf>,
+
+    /// Print only the API endpoint line at start, not the banner
+    #[arg(long)]
+    pub quiet: bool,
+
+    /// Hide credentials in the start-up banner
+    #[arg(long)]
+    pub anonymous: bool,
+
+    /// Log in JSON, one object per line (same as TESSERA_LOG_FORMAT=json)
+    #[arg(long)]
+    pub json: bool,
+
+    /// Drives: directories or http(s)://HOST[:PORT]/PATH URLs of this machine, with
+    /// MinIO's {1...n} ellipses [env: TESSERA_VOLUMES, MINIO_VOLUMES]
+    #[arg(value_name = "ENDPOINTS")]
+    pub endpoints: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// How long the token is valid (Go-style duration: 8760h, 90m, ...) [default: 100 years]
+    #[arg(long, value_name = "DURATION")]
+    pub expiry: Option<String>,
+}
+
+/// Parses the command line; on a usage error or `--help` clap prints and exits
+/// (code 2 for errors, 0 for help and version).
+pub fn parse() -> Cli {
+    let cmd = Cli::command()
+        .after_help(
+            "Run `tessera server --help` for the flags and environment variables of the server.",
+        )
+        .mut_subcommand("server", |s| s.after_help(env_help()))
+        .mut_subcommand("prometheus-token", |s| {
+            s.after_help(
+                "Reads the root credentials as the server does (TESSERA_ROOT_USER,\n\
+                 TESSERA_ROOT_PASSWORD or their MinIO names) and prints a bearer token and a\n\
+                 Prometheus scrape configuration.",
+            )
+        });
+    let matches = cmd.get_matches();
+    match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_every_variable() {
+        let help = env_help();
+        for v in ENV_VARS {
+            assert!(help.contains(v.name), "{}", v.name);
+            for a in v.aliases {
+                assert!(help.contains(a), "{a}");
+            }
+        }
+    }
+
+    #[test]
+    fn clap_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+}

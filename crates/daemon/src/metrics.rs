@@ -1,0 +1,421 @@
+//! Prometheus metrics (prometheus-client): S3 requests by API and status,
+//! latency histograms and traffic by API, connections, drive states, quorum,
+//! the heal queue and the scanner. Served at `/minio/v2/metrics/cluster`
+//! (and `/node`), where MinIO's Prometheus jobs look, and `/tessera/metrics`.
+//!
+//! Authentication as MinIO's default (`jwt`): a bearer token signed with the
+//! root credentials (`tessera prometheus-token`, or `mc admin prometheus
+//! generate` against MinIO with the same credentials); `public` drops it.
+
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::{HeaderMap, Method, Response, StatusCode};
+use object::layer::{ObjectLayer, ScanProgress, ScannerHandle};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use s3_gateway::{RequestObserver, RequestRecord, ResponseBody};
+
+use crate::health::Health;
+use crate::token;
+
+/// The paths the metrics are served at.
+pub const PATHS: &[&str] = &[
+    "/minio/v2/metrics/cluster",
+    "/minio/v2/metrics/node",
+    "/tessera/metrics",
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ApiStatus {
+    api: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Api {
+    api: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct State {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DriveLabel {
+    drive: String,
+    pool: u64,
+    set: u64,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Version {
+    version: &'static str,
+}
+
+type HistogramFamily = Family<Api, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    Histogram::new([
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+        300.0,
+    ])
+}
+
+/// Every metric of the process.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<ApiStatus, Counter>,
+    latency: HistogramFamily,
+    received: Family<Api, Counter>,
+    sent: Family<Api, Counter>,
+    pub in_flight: Gauge,
+    pub connections_open: Gauge,
+    pub connections: Counter,
+    pub tls_handshake_errors: Counter,
+    drives: Family<State, Gauge>,
+    drive_online: Family<DriveLabel, Gauge>,
+    sets: Gauge,
+    write_quorum: Gauge,
+    read_quorum: Gauge,
+    heal_queue: Gauge,
+    scanner_cycles: Counter,
+    scanner_checked: Counter,
+    scanner_healed: Counter,
+    scanner_errors: Counter,
+    scanner_seen: Mutex<ScanProgress>,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("tessera");
+        let requests = Family::<ApiStatus, Counter>::default();
+        let latency: HistogramFamily = Family::new_with_constructor(latency_histogram);
+        let received = Family::<Api, Counter>::default();
+        let sent = Family::<Api, Counter>::default();
+        let m = Metrics {
+            requests,
+            latency,
+            received,
+            sent,
+            in_flight: Gauge::default(),
+            connections_open: Gauge::default(),
+            connections: Counter::default(),
+            tls_handshake_errors: Counter::default(),
+            drives: Family::default(),
+            drive_online: Family::default(),
+            sets: Gauge::default(),
+            write_quorum: Gauge::default(),
+            read_quorum: Gauge::default(),
+            heal_queue: Gauge::default(),
+            scanner_cycles: Counter::default(),
+            scanner_checked: Counter::default(),
+            scanner_healed: Counter::default(),
+            scanner_errors: Counter::default(),
+            scanner_seen: Mutex::new(ScanProgress::default()),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "s3_requests",
+            "S3 requests answered, by API and HTTP status",
+            m.requests.clone(),
+        );
+        registry.register(
+            "s3_request_duration_seconds",
+            "Time to the response head of S3 requests, by API",
+            m.latency.clone(),
+        );
+        registry.register(
+            "s3_received_bytes",
+            "Request body bytes received, by API",
+            m.received.clone(),
+        );
+        registry.register(
+            "s3_sent_bytes",
+            "Response body bytes sent (announced length), by API",
+            m.sent.clone(),
+        );
+        registry.register(
+            "s3_requests_in_flight",
+            "Requests being served",
+            m.in_flight.clone(),
+        );
+        registry.register(
+            "http_connections_open",
+            "Client connections open",
+            m.connections_open.clone(),
+        );
+        registry.register(
+            "http_connections",
+            "Client connections accepted",
+            m.connections.clone(),
+        );
+        registry.register(
+            "tls_handshake_errors",
+            "TLS handshakes that failed or timed out",
+            m.tls_handshake_errors.clone(),
+        );
+        registry.register(
+            "drives",
+            "Drives by state (online: answers and reads its format.json)",
+            m.drives.clone(),
+        );
+        registry.register(
+            "drive_online",
+            "1 when the drive is online, else 0",
+            m.drive_online.clone(),
+        );
+        registry.register("erasure_sets", "Erasure sets", m.sets.clone());
+        registry.register(
+            "cluster_write_quorum",
+            "1 when every erasure set has its write quorum of drives online",
+            m.write_quorum.clone(),
+        );
+        registry.register(
+            "cluster_read_quorum",
+            "1 when every erasure set has its read quorum of drives online",
+            m.read_quorum.clone(),
+        );
+        registry.register(
+            "heal_queue_length",
+            "Objects that reads found damaged, waiting for the healer",
+            m.heal_queue.clone(),
+        );
+        registry.register(
+            "scanner_cycles",
+            "Full passes of the background scanner",
+            m.scanner_cycles.clone(),
+        );
+        registry.register(
+            "scanner_checked_versions",
+            "Object versions the scanner checked",
+            m.scanner_checked.clone(),
+        );
+        registry.register(
+            "scanner_healed_versions",
+            "Object versions the scanner healed",
+            m.scanner_healed.clone(),
+        );
+        registry.register(
+            "scanner_errors",
+            "Object versions whose check or heal failed",
+            m.scanner_errors.clone(),
+        );
+        let build = Family::<Version, Gauge>::default();
+        build
+            .get_or_create(&Version {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register("build_info", "Version of the tessera binary", build);
+        let start: Gauge<f64, AtomicU64> = Gauge::default();
+        start.set(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        );
+        registry.register(
+            "process_start_time_seconds",
+            "Start time of the process, Unix seconds",
+            start,
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// Brings the gauges up to date and renders the text exposition format.
+    pub async fn render(
+        &self,
+        health: &Health,
+        layer: &ObjectLayer,
+        scanner: Option<&ScannerHandle>,
+    ) -> String {
+        let s = health.snapshot().await;
+        let online = s.online() as i64;
+        self.drives
+            .get_or_create(&State { state: "online" })
+            .set(online);
+        self.drives
+            .get_or_create(&State { state: "offline" })
+            .set(s.drives.len() as i64 - online);
+        for d in &s.drives {
+            self.drive_online
+                .get_or_create(&DriveLabel {
+                    drive: d.label.clone(),
+                    pool: d.pool as u64,
+                    set: d.set as u64,
+                })
+                .set(i64::from(d.online));
+        }
+        self.sets.set(s.sets.len() as i64);
+        self.write_quorum.set(i64::from(s.write_quorum()));
+        self.read_quorum.set(i64::from(s.read_quorum()));
+        self.heal_queue.set(layer.heal_queue_len() as i64);
+        if let Some(scanner) = scanner {
+            let p = scanner.progress();
+            let mut seen = self.scanner_seen.lock().unwrap_or_else(|e| e.into_inner());
+            self.scanner_cycles
+                .inc_by(p.cycles.saturating_sub(seen.cycles));
+            self.scanner_checked
+                .inc_by(p.checked.saturating_sub(seen.checked));
+            self.scanner_healed
+                .inc_by(p.healed.saturating_sub(seen.healed));
+            self.scanner_errors
+                .inc_by(p.errors.saturating_sub(seen.errors));
+            *seen = p;
+        }
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!("encoding metrics: {e}");
+        }
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl RequestObserver for Metrics {
+    fn observe(&self, r: &RequestRecord<'_>) {
+        self.requests
+            .get_or_create(&ApiStatus {
+                api: r.api,
+                status: r.status.as_u16(),
+            })
+            .inc();
+        let api = Api { api: r.api };
+        self.latency
+            .get_or_create(&api)
+            .observe(r.duration.as_secs_f64());
+        if r.bytes_in > 0 {
+            self.received.get_or_create(&api).inc_by(r.bytes_in);
+        }
+        if r.bytes_out > 0 {
+            self.sent.get_or_create(&api).inc_by(r.bytes_out);
+        }
+    }
+}
+
+/// Who may read the metrics.
+pub enum MetricsAuth {
+    Public,
+    /// Bearer tokens signed with the root secret key.
+    Jwt {
+        access: String,
+        secret: String,
+    },
+}
+
+impl MetricsAuth {
+    /// `None` when the request may read the metrics, else the refusal.
+    pub fn check(&self, headers: &HeaderMap) -> Option<Response<ResponseBody>> {
+        let MetricsAuth::Jwt { access, secret } = self else {
+            return None;
+        };
+        let bearer = headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim);
+        let Some(t) = bearer else {
+            return Some(refusal(
+                StatusCode::UNAUTHORIZED,
+                "a bearer token is required (tessera prometheus-token), or set \
+                 TESSERA_PROMETHEUS_AUTH_TYPE=public",
+            ));
+        };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        match token::verify(t, now, |a| (a == access).then(|| secret.clone())) {
+            Ok(_) => None,
+            Err(e) => Some(refusal(StatusCode::FORBIDDEN, &e.to_string())),
+        }
+    }
+}
+
+fn refusal(status: StatusCode, message: &str) -> Response<ResponseBody> {
+    let mut b = Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8");
+    if status == StatusCode::UNAUTHORIZED {
+        b = b.header(http::header::WWW_AUTHENTICATE, "Bearer");
+    }
+    b.body(ResponseBody::full(format!("{message}\n")))
+        .unwrap_or_else(|_| Response::new(ResponseBody::empty()))
+}
+
+/// Whether `method path` asks for the metrics.
+pub fn is_metrics_request(method: &Method, path: &str) -> bool {
+    (method == Method::GET || method == Method::HEAD) && PATHS.contains(&path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observed_requests_are_exported() {
+        let m = Metrics::new();
+        let method = Method::PUT;
+        m.observe(&RequestRecord {
+            api: "PutObject",
+            method: &method,
+            status: StatusCode::OK,
+            duration: std::time::Duration::from_millis(3),
+            bytes_in: 1234,
+            bytes_out: 0,
+            request_id: "X",
+            bucket: Some("b"),
+        });
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &m.registry).unwrap();
+        assert!(
+            out.contains(r#"tessera_s3_requests_total{api="PutObject",status="200"} 1"#),
+            "{out}"
+        );
+        assert!(out.contains(r#"tessera_s3_received_bytes_total{api="PutObject"} 1234"#));
+        assert!(out.contains(r#"tessera_s3_request_duration_seconds_count{api="PutObject"} 1"#));
+        assert!(out.contains("tessera_build_info"));
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        let auth = MetricsAuth::Jwt {
+            access: "admin".into(),
+            secret: "secret-key".into(),
+        };
+        let mut h = HeaderMap::new();
+        assert_eq!(
+            auth.check(&h).map(|r| r.status()),
+            Some(StatusCode::UNAUTHORIZED)
+        );
+        let t = token::generate("admin", "secret-key", i64::MAX / 2);
+        h.insert(
+            http::header::AUTHORIZATION,
+            format!("Bearer {t}").parse().unwrap(),
+        );
+        assert!(auth.check(&h).is_none());
+        let t = token::generate("admin", "wrong", i64::MAX / 2);
+        h.insert(
+            http::header::AUTHORIZATION,
+            format!("Bearer {t}").parse().unwrap(),
+        );
+        assert_eq!(
+            auth.check(&h).map(|r| r.status()),
+            Some(StatusCode::FORBIDDEN)
+        );
+        assert!(MetricsAuth::Public.check(&HeaderMap::new()).is_none());
+    }
+}

@@ -1,0 +1,385 @@
+//! The HTTP(S) server: listeners, TLS handshakes, HTTP/1.1 and HTTP/2
+//! connections with bounds against slow or greedy clients, the routing of
+//! health and metrics requests ahead of the S3 gateway, and the graceful
+//! drain at shutdown.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use object::layer::{ObjectLayer, ScannerHandle};
+use prometheus_client::metrics::gauge::Gauge;
+use s3_gateway::{Gateway, ResponseBody};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use crate::config::ListenAddr;
+use crate::health::Health;
+use crate::metrics::{self, Metrics, MetricsAuth};
+use crate::tls::TlsState;
+
+/// Largest request head (start line and headers) accepted over HTTP/1.1,
+/// and header list over HTTP/2; beyond it the client gets 431.
+const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// Most headers in one HTTP/1.1 request.
+const MAX_HEADERS: usize = 128;
+/// Concurrent streams of one HTTP/2 connection.
+const MAX_H2_STREAMS: u32 = 256;
+/// HTTP/2 keep-alive pings: interval, and how long an answer may take.
+const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Everything a request may need.
+pub struct App {
+    pub gateway: Gateway,
+    pub health: Health,
+    pub metrics: Arc<Metrics>,
+    pub metrics_auth: MetricsAuth,
+    pub layer: Arc<ObjectLayer>,
+    pub scanner: Option<ScannerHandle>,
+}
+
+/// Decrements a gauge when dropped (also when the request is cancelled).
+struct GaugeGuard(Gauge);
+
+impl GaugeGuard {
+    fn new(g: &Gauge) -> GaugeGuard {
+        g.inc();
+        GaugeGuard(g.clone())
+    }
+}
+
+impl Drop for GaugeGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+impl App {
+    async fn handle(&self, req: Request<Incoming>) -> Response<ResponseBody> {
+        let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+        if let Some(r) = self.health.respond(&method, &path).await {
+            return r;
+        }
+        if metrics::is_metrics_request(&method, &path) {
+            if let Some(refusal) = self.metrics_auth.check(req.headers()) {
+                return refusal;
+            }
+            let text = self
+                .metrics
+                .render(&self.health, &self.layer, self.scanner.as_ref())
+                .await;
+            let body = if method == http::Method::HEAD {
+                ResponseBody::empty()
+            } else {
+                ResponseBody::full(text)
+            };
+            return Response::builder()
+                .header(
+                    http::header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )
+                .body(body)
+                .unwrap_or_else(|_| Response::new(ResponseBody::empty()));
+        }
+        let _in_flight = GaugeGuard::new(&self.metrics.in_flight);
+        self.gateway.handle(req).await
+    }
+}
+
+/// Connection settings.
+#[derive(Clone)]
+pub struct ServeOptions {
+    /// Longest wait for a request head (also the idle keep-alive time of
+    /// HTTP/1.1, and the TLS handshake time).
+    pub read_header_timeout: Duration,
+    /// HTTPS when set.
+    pub tls: Option<Arc<TlsState>>,
+}
+
+/// Binds `addr`: every address a host name resolves to (on one port), or
+/// every interface (IPv6 and IPv4 where the system allows, else IPv4).
+pub async fn bind(addr: &ListenAddr) -> Result<Vec<TcpListener>, String> {
+    let mut out: Vec<TcpListener> = Vec::new();
+    match &addr.host {
+        None => match bind_one(SocketAddr::from(([0u16; 8], addr.port))) {
+            Ok(l) => out.push(l),
+            Err(e6) => match bind_one(SocketAddr::from(([0u8; 4], addr.port))) {
+                Ok(l) => out.push(l),
+                Err(e4) => {
+                    return Err(format!(
+                        "cannot listen on :{}: {e4} (IPv6: {e6})",
+                        addr.port
+                    ));
+                }
+            },
+        },
+        Some(host) => {
+            let mut addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), addr.port))
+                .await
+                .map_err(|e| format!("cannot resolve {host}: {e}"))?
+                .collect();
+            addrs.sort();
+            addrs.dedup();
+            if addrs.is_empty() {
+                return Err(format!("{host} resolves to no address"));
+            }
+            let mut port = addr.port;
+            for mut a in addrs {
+                a.set_port(port);
+                let l = bind_one(a).map_err(|e| format!("cannot listen on {a}: {e}"))?;
+                // Port 0: every address on the port the first one got.
+                port = l.local_addr().map_or(port, |a| a.port());
+                out.push(l);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let sock = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr)?;
+    sock.listen(1024)
+}
+
+/// The HTTP/2 client preface.
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Waits (at most `timeout`) for the first bytes of a plain connection and
+/// tells HTTP/2 with prior knowledge (`true`) from HTTP/1.x; `None` when the
+/// client sends nothing in time or closes.
+async fn sniff(stream: &TcpStream, timeout: Duration) -> Option<bool> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut buf = [0u8; 24];
+    loop {
+        let n = match tokio::time::timeout_at(deadline, stream.peek(&mut buf)).await {
+            Ok(Ok(n)) => n,
+            _ => return None,
+        };
+        if n == 0 {
+            return None;
+        }
+        if buf[..n] != H2_PREFACE[..n] {
+            return Some(false);
+        }
+        if n == H2_PREFACE.len() {
+            return Some(true);
+        }
+        // A partial preface: wait for the rest.
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn serve_io<I>(io: I, h2: bool, app: Arc<App>, opts: &ServeOptions, watcher: Watcher)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| {
+        let app = app.clone();
+        async move { Ok::<_, Infallible>(app.handle(req).await) }
+    });
+    let io = TokioIo::new(io);
+    let result = if h2 {
+        let mut b = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        b.timer(TokioTimer::new())
+            .max_concurrent_streams(MAX_H2_STREAMS)
+            .max_header_list_size(MAX_HEADER_BYTES as u32)
+            .keep_alive_interval(Some(H2_PING_INTERVAL))
+            .keep_alive_timeout(H2_PING_TIMEOUT);
+        watcher.watch(b.serve_connection(io, svc)).await
+    } else {
+        let mut b = hyper::server::conn::http1::Builder::new();
+        b.timer(TokioTimer::new())
+            .header_read_timeout(opts.read_header_timeout)
+            .max_header_size(MAX_HEADER_BYTES)
+            .max_headers(MAX_HEADERS)
+            .keep_alive(true);
+        watcher.watch(b.serve_connection(io, svc)).await
+    };
+    if let Err(e) = result {
+        tracing::debug!("connection: {e}");
+    }
+}
+
+async fn serve_conn(
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: Arc<App>,
+    opts: ServeOptions,
+    watcher: Watcher,
+) {
+    let _open = GaugeGuard::new(&app.metrics.connections_open);
+    app.metrics.connections.inc();
+    let _ = stream.set_nodelay(true);
+    if let Some(tls) = &opts.tls {
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.config.clone());
+        let stream =
+            match tokio::time::timeout(opts.read_header_timeout, acceptor.accept(stream)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    app.metrics.tls_handshake_errors.inc();
+                    tracing::debug!(%peer, "TLS handshake: {e}");
+                    return;
+                }
+                Err(_) => {
+                    app.metrics.tls_handshake_errors.inc();
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+        let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+        serve_io(stream, h2, app, &opts, watcher).await;
+    } else {
+        let Some(h2) = sniff(&stream, opts.read_header_timeout).await else {
+            tracing::debug!(%peer, "no request before the header timeout");
+            return;
+        };
+        serve_io(stream, h2, app, &opts, watcher).await;
+    }
+}
+
+/// A running server: accepting until [`Server::shutdown`].
+pub struct Server {
+    accept_tasks: Vec<tokio::task::JoinHandle<()>>,
+    dispatch: tokio::task::JoinHandle<GracefulShutdown>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Server {
+    /// Starts accepting on `listeners`.
+    pub fn start(listeners: Vec<TcpListener>, app: Arc<App>, opts: ServeOptions) -> Server {
+        let (tx, mut rx) = mpsc::channel::<(TcpStream, SocketAddr)>(256);
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let accept_tasks = listeners
+            .into_iter()
+            .map(|l| {
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    loop {
+                        match l.accept().await {
+                            Ok(c) => {
+                                if tx.send(c).await.is_err() {
+                                    return;
+                                }
+                            }
+                            Err(e) => {
+                                // Out of descriptors and the like: back off
+                                // instead of spinning.
+                                tracing::warn!("accept: {e}");
+                                tokio::time::sleep(Duration::from_millis(100)).await;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let dispatch = tokio::spawn(async move {
+            let graceful = GracefulShutdown::new();
+            let mut stop_rx = stop_rx;
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = stop_rx.changed() => break,
+                    c = rx.recv() => {
+                        let Some((stream, peer)) = c else { break };
+                        let watcher = graceful.watcher();
+                        tokio::spawn(serve_conn(stream, peer, app.clone(), opts.clone(), watcher));
+                    }
+                }
+            }
+            graceful
+        });
+        Server {
+            accept_tasks,
+            dispatch,
+            stop,
+        }
+    }
+
+    /// Stops accepting: the listening sockets are closed when this returns.
+    pub async fn stop_accepting(&mut self) {
+        for t in &self.accept_tasks {
+            t.abort();
+        }
+        for t in self.accept_tasks.drain(..) {
+            let _ = t.await;
+        }
+    }
+
+    /// Stops accepting if not done yet, then waits at most `timeout` for
+    /// the connections' requests in flight to finish (connections are told
+    /// to close once idle). Returns whether every connection finished in
+    /// time.
+    pub async fn drain(mut self, timeout: Duration) -> bool {
+        self.stop_accepting().await;
+        let _ = self.stop.send(true);
+        let Ok(graceful) = self.dispatch.await else {
+            return false;
+        };
+        let open = graceful.count();
+        if open > 0 {
+            tracing::info!(connections = open, "draining connections");
+        }
+        tokio::time::timeout(timeout, graceful.shutdown())
+            .await
+            .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    #[tokio::test]
+    async fn sniffs_protocols() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        for (sent, want) in [
+            (&b"GET / HTTP/1.1\r\n"[..], Some(false)),
+            (&H2_PREFACE[..], Some(true)),
+            (&b"PRI * HTTP/1.1\r\n\r\nxxxxxxxxxxx"[..], Some(false)),
+            (&b""[..], None),
+        ] {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            let (s, _) = l.accept().await.unwrap();
+            c.write_all(sent).await.unwrap();
+            if sent.is_empty() {
+                c.shutdown().await.unwrap();
+            }
+            assert_eq!(sniff(&s, Duration::from_secs(10)).await, want, "{sent:?}");
+        }
+        // Nothing sent: the deadline ends the wait.
+        let _c = TcpStream::connect(addr).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        assert_eq!(sniff(&s, Duration::from_millis(50)).await, None);
+    }
+
+    #[tokio::test]
+    async fn binds_port_zero_on_every_address() {
+        let ls = bind(&ListenAddr {
+            host: Some("localhost".into()),
+            port: 0,
+        })
+        .await
+        .unwrap();
+        let ports: Vec<u16> = ls.iter().map(|l| l.local_addr().unwrap().port()).collect();
+        assert!(ports.iter().all(|p| *p == ports[0] && *p != 0), "{ports:?}");
+    }
+}

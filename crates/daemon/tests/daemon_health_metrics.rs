@@ -1,0 +1,138 @@
+//! Health endpoints and Prometheus metrics of a running `tessera server`.
+
+mod daemon_support;
+
+use daemon_support::{Daemon, drive_dirs, run, tessera};
+
+const USER: &str = "metrics-admin";
+const PASSWORD: &str = "metrics-secret";
+
+/// The bearer token `tessera prometheus-token` prints for USER/PASSWORD.
+fn token(home: &std::path::Path) -> String {
+    let mut cmd = tessera(home);
+    cmd.arg("prometheus-token")
+        .env("MINIO_ROOT_USER", USER)
+        .env("MINIO_ROOT_PASSWORD", PASSWORD);
+    let out = run(cmd);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("bearer_token: "))
+        .unwrap_or_else(|| panic!("no bearer_token in {text}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_follows_the_drives_and_metrics_count_requests() {
+    let home = tempfile::tempdir().unwrap();
+    let dirs = drive_dirs(home.path(), 4);
+    let mut cmd = tessera(home.path());
+    cmd.args(["server", "--address", "127.0.0.1:0"])
+        .args(&dirs)
+        .env("TESSERA_ROOT_USER", USER)
+        .env("TESSERA_ROOT_PASSWORD", PASSWORD);
+    let d = Daemon::start(cmd);
+
+    for path in [
+        "/minio/health/live",
+        "/minio/health/ready",
+        "/minio/health/cluster",
+        "/minio/health/cluster/read",
+        "/tessera/health/live",
+        "/tessera/health/ready",
+    ] {
+        let r = d.get(path, &[]);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+    }
+    // 4 drives, EC:2: 2 data shards, write quorum 3 (k == m).
+    let r = d.get("/minio/health/cluster", &[]);
+    assert_eq!(r.header("x-minio-write-quorum"), Some("3"));
+    let r = d.get("/tessera/health/cluster", &[]);
+    assert!(r.text().contains(r#""drives_online":4"#), "{}", r.text());
+
+    // Metrics need a token signed with the root credentials.
+    let r = d.get("/minio/v2/metrics/cluster", &[]);
+    assert_eq!(r.status, 401, "{}", r.text());
+    let bad = "Bearer eyJhbGciOiJIUzUxMiJ9.eyJzdWIiOiJtZXRyaWNzLWFkbWluIn0.AAAA";
+    let r = d.get("/minio/v2/metrics/cluster", &[("Authorization", bad)]);
+    assert_eq!(r.status, 403, "{}", r.text());
+    let auth = format!("Bearer {}", token(home.path()));
+
+    let s3 = d.s3(USER, PASSWORD);
+    s3.create_bucket().bucket("metered").send().await.unwrap();
+    s3.put_object()
+        .bucket("metered")
+        .key("k")
+        .body(b"0123456789".to_vec().into())
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        s3.get_object()
+            .bucket("metered")
+            .key("nope")
+            .send()
+            .await
+            .is_err()
+    );
+
+    for path in ["/minio/v2/metrics/cluster", "/tessera/metrics"] {
+        let r = d.get(path, &[("Authorization", &auth)]);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        let m = r.text();
+        for needle in [
+            r#"tessera_s3_requests_total{api="CreateBucket",status="200"} 1"#,
+            r#"tessera_s3_requests_total{api="PutObject",status="200"} 1"#,
+            r#"tessera_s3_requests_total{api="GetObject",status="404"} 1"#,
+            r#"tessera_s3_request_duration_seconds_count{api="PutObject"} 1"#,
+            r#"tessera_drives{state="online"} 4"#,
+            r#"tessera_drives{state="offline"} 0"#,
+            "tessera_cluster_write_quorum 1",
+            "tessera_heal_queue_length 0",
+            "tessera_scanner_checked_versions_total",
+            "tessera_http_connections_open",
+        ] {
+            assert!(m.contains(needle), "{path} lacks {needle}:\n{m}");
+        }
+        // The body of the PUT (10 bytes, possibly aws-chunked with a
+        // checksum trailer) was counted.
+        let received = m
+            .lines()
+            .find_map(|l| l.strip_prefix(r#"tessera_s3_received_bytes_total{api="PutObject"} "#))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no PutObject bytes in\n{m}"));
+        assert!(received >= 10, "{received}");
+    }
+
+    // Three of four drives disappear: no write (nor read) quorum.
+    for dir in &dirs[1..] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    d.wait_for_status("/minio/health/cluster", 503);
+    d.wait_for_status("/minio/health/ready", 503);
+    let r = d.get("/tessera/health/cluster", &[]);
+    assert_eq!(r.status, 503);
+    assert!(r.text().contains(r#""drives_online":1"#), "{}", r.text());
+    assert_eq!(d.get("/minio/health/live", &[]).status, 200);
+    let m = d
+        .get("/tessera/metrics", &[("Authorization", &auth)])
+        .text();
+    assert!(m.contains(r#"tessera_drives{state="offline"} 3"#), "{m}");
+    assert!(m.contains("tessera_cluster_write_quorum 0"), "{m}");
+}
+
+#[test]
+fn metrics_can_be_public() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = tessera(home.path());
+    cmd.args(["server", "--address", "127.0.0.1:0", "--quiet"])
+        .arg(home.path().join("d"))
+        .env("MINIO_PROMETHEUS_AUTH_TYPE", "public");
+    let d = Daemon::start(cmd);
+    let r = d.get("/minio/v2/metrics/cluster", &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("tessera_build_info"));
+    // --quiet: the API line and nothing of the banner.
+    let out = d.stdout.lock().unwrap().join("\n");
+    assert!(!out.contains("RootUser"), "{out}");
+}

@@ -1,0 +1,127 @@
+//! systemd readiness and graceful shutdown: READY=1 once listening,
+//! STOPPING=1 at SIGTERM once the listeners are closed, a request in flight
+//! finishes, and the process exits 0.
+
+mod daemon_support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixDatagram;
+use std::time::Duration;
+
+use aws_sdk_s3::presigning::PresigningConfig;
+use daemon_support::{Daemon, PATIENCE, drive_dirs, parse_response, tessera};
+
+/// Receives notification datagrams until one contains `what`.
+fn wait_notification(sock: &UnixDatagram, what: &str) -> String {
+    let mut buf = vec![0u8; 4096];
+    let mut seen = Vec::new();
+    loop {
+        let n = sock
+            .recv(&mut buf)
+            .unwrap_or_else(|e| panic!("no {what} notification ({e}); got {seen:?}"));
+        let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+        if msg.lines().any(|l| l == what) {
+            return msg;
+        }
+        seen.push(msg);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_request_in_flight_finish() {
+    let home = tempfile::tempdir().unwrap();
+    let sock_path = home.path().join("notify.sock");
+    let notify = UnixDatagram::bind(&sock_path).unwrap();
+    notify.set_read_timeout(Some(PATIENCE)).unwrap();
+
+    let mut cmd = tessera(home.path());
+    cmd.args(["server", "--address", "127.0.0.1:0"])
+        .args(drive_dirs(home.path(), 4))
+        .env("TESSERA_ROOT_USER", "drain-user")
+        .env("TESSERA_ROOT_PASSWORD", "drain-password")
+        .env("NOTIFY_SOCKET", &sock_path);
+    let mut d = Daemon::start(cmd);
+    let ready = wait_notification(&notify, "READY=1");
+    assert!(ready.contains("STATUS=serving S3 on"), "{ready}");
+
+    let s3 = d.s3("drain-user", "drain-password");
+    s3.create_bucket().bucket("slow").send().await.unwrap();
+    let put = s3
+        .put_object()
+        .bucket("slow")
+        .key("upload")
+        .presigned(PresigningConfig::expires_in(Duration::from_secs(600)).unwrap())
+        .await
+        .unwrap();
+    let path = put.uri().trim_start_matches(&d.endpoint).to_owned();
+
+    // A slow upload: the head with Expect: 100-continue, and the body only
+    // after the server has begun reading it (the interim 100 proves the
+    // request reached the S3 handler).
+    let body = vec![b'x'; 256 * 1024];
+    let mut head = format!(
+        "PUT {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\
+         Connection: close\r\n",
+        d.addr,
+        body.len()
+    );
+    for (n, v) in put.headers() {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut conn = TcpStream::connect(&d.addr).unwrap();
+    conn.set_read_timeout(Some(PATIENCE)).unwrap();
+    conn.write_all(head.as_bytes()).unwrap();
+    let mut interim = [0u8; 25];
+    conn.read_exact(&mut interim).unwrap();
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    conn.write_all(&body[..1024]).unwrap();
+
+    d.signal("TERM");
+    let stopping = wait_notification(&notify, "STOPPING=1");
+    assert!(stopping.contains("STATUS="), "{stopping}");
+    // The listener is closed once STOPPING=1 is sent.
+    assert!(
+        TcpStream::connect(&d.addr).is_err(),
+        "a new connection was accepted during the drain"
+    );
+
+    // The upload in flight completes.
+    for chunk in body[1024..].chunks(64 * 1024) {
+        conn.write_all(chunk).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut resp = Vec::new();
+    conn.read_to_end(&mut resp).unwrap();
+    let r = parse_response(&resp);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.header("etag").is_some(), "{:?}", r.headers);
+
+    let status = d.wait_exit();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+#[test]
+fn sigint_on_an_idle_server_exits_zero() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = tessera(home.path());
+    cmd.args(["server", "--address", "127.0.0.1:0"])
+        .arg(home.path().join("d"));
+    let mut d = Daemon::start(cmd);
+    // An idle keep-alive connection does not hold the shutdown up.
+    let mut idle = TcpStream::connect(&d.addr).unwrap();
+    idle.write_all(
+        format!(
+            "GET /minio/health/live HTTP/1.1\r\nHost: {}\r\n\r\n",
+            d.addr
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut buf = [0u8; 12];
+    idle.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"HTTP/1.1 200");
+    d.signal("INT");
+    assert_eq!(d.wait_exit().code(), Some(0));
+}
