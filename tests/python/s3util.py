@@ -51,17 +51,24 @@ class RawResponse:
         return f"RawResponse({self.status}, {self.headers}, {self.body[:500]!r})"
 
 
+def signed_headers(endpoint, method, path, query="", body=b"", headers=None,
+                   access_key=ACCESS_KEY, secret_key=SECRET_KEY):
+    """`headers` plus botocore's SigV4 headers for the request (a signed
+    payload hash of `body`)."""
+    url = endpoint + path + (("?" + query) if query else "")
+    request = AWSRequest(method=method, url=url, data=body, headers=dict(headers or {}))
+    request.headers["x-amz-content-sha256"] = hashlib.sha256(body).hexdigest()
+    S3SigV4Auth(Credentials(access_key, secret_key), "s3", REGION).add_auth(request)
+    return dict(request.headers.items())
+
+
 def raw_request(endpoint, method, path, query="", body=b"", headers=None, sign=True,
                 access_key=ACCESS_KEY, secret_key=SECRET_KEY):
     """One HTTP request with http.client, SigV4-signed by botocore unless
     `sign` is False; `path` is sent as given (already percent-encoded)."""
-    url = endpoint + path + (("?" + query) if query else "")
     headers = dict(headers or {})
     if sign:
-        request = AWSRequest(method=method, url=url, data=body, headers=headers)
-        request.headers["x-amz-content-sha256"] = hashlib.sha256(body).hexdigest()
-        S3SigV4Auth(Credentials(access_key, secret_key), "s3", REGION).add_auth(request)
-        headers = dict(request.headers.items())
+        headers = signed_headers(endpoint, method, path, query, body, headers, access_key, secret_key)
     parsed = urllib.parse.urlsplit(endpoint)
     conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
     try:

@@ -30,8 +30,8 @@ START_TIMEOUT_S = 30.0
 
 
 def binary():
-    """The `tessera` binary under test (env TESSERA_BIN), or SkipTest-free
-    failure: a missing binary is an error of the test setup, not a skip."""
+    """The `tessera` binary under test (env TESSERA_BIN). A missing binary
+    is an error of the test set-up: it fails, it never skips."""
     path = os.environ.get("TESSERA_BIN")
     if not path:
         raise RuntimeError(

@@ -6,6 +6,7 @@ import datetime
 import hashlib
 import os
 import random
+import shutil
 import time
 import unittest
 import urllib.error
@@ -15,7 +16,7 @@ import xml.etree.ElementTree as ET
 
 from botocore.exceptions import ClientError
 
-from s3util import client, error_of, no_url_encoding_client, raw_request
+from s3util import client, error_of, no_url_encoding_client, raw_request, signed_headers
 from tessera_server import ACCESS_KEY, SECRET_KEY, ServerTestCase, unique_bucket
 
 MiB = 1024 * 1024
@@ -265,6 +266,33 @@ class ObjectTests(Boto3Case):
         self.assert_error("NoSuchKey", 404, self.s3.get_object, Bucket=bucket, Key="md5-bad")
 
 
+    def test_checksum_headers_are_verified(self):
+        bucket = self.new_bucket()
+        body = b"checked by sha256"
+        good = base64.b64encode(hashlib.sha256(body).digest()).decode()
+        self.put(bucket, "sum", body, ChecksumSHA256=good)
+        self.assertEqual(self.get(bucket, "sum"), body)
+        bad = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+        with self.assertRaises(ClientError) as ctx:
+            self.one_shot().put_object(Bucket=bucket, Key="sum-bad", Body=body, ChecksumSHA256=bad)
+        code, status = error_of(ctx)
+        self.assertEqual(status, 400, ctx.exception.response)
+        self.assertIn(code, ("BadDigest", "XAmzContentChecksumMismatch", "InvalidDigest"))
+        self.assert_error("NoSuchKey", 404, self.s3.get_object, Bucket=bucket, Key="sum-bad")
+
+    def test_signed_payload_hash_is_verified(self):
+        bucket = self.new_bucket()
+        signed_body = b"the body that was signed"
+        # Signed for one body, sent with another of the same length.
+        sent = b"the body that was SENT!!"
+        self.assertEqual(len(sent), len(signed_body))
+        headers = signed_headers(self.endpoint, "PUT", f"/{bucket}/tampered", body=signed_body)
+        response = raw_request(self.endpoint, "PUT", f"/{bucket}/tampered", body=sent, headers=headers, sign=False)
+        self.assertEqual(response.status, 400, response)
+        self.assertEqual(ET.fromstring(response.body).findtext("Code"), "XAmzContentSHA256Mismatch")
+        self.assert_error("NoSuchKey", 404, self.s3.get_object, Bucket=bucket, Key="tampered")
+
+
 class RangeAndConditionalTests(Boto3Case):
     @classmethod
     def setUpClass(cls):
@@ -294,6 +322,12 @@ class RangeAndConditionalTests(Boto3Case):
                 self.assertEqual(got["ContentRange"], f"bytes {first}-{last}/100")
                 self.assertEqual(got["ContentLength"], last - first + 1)
                 self.assertEqual(got["Body"].read(), self.body[first : last + 1])
+
+    def test_range_of_empty_object(self):
+        self.s3.put_object(Bucket=self.bucket, Key="empty", Body=b"")
+        self.assert_error("InvalidRange", 416, self.s3.get_object, Bucket=self.bucket, Key="empty", Range="bytes=0-0")
+        got = self.s3.get_object(Bucket=self.bucket, Key="empty")
+        self.assertEqual(got["Body"].read(), b"")
 
     def test_unsatisfiable_ranges(self):
         for spec in ("bytes=100-", "bytes=200-300"):
@@ -902,6 +936,16 @@ class VersioningTests(Boto3Case):
         self.assertEqual(response["ResponseMetadata"]["HTTPHeaders"].get("x-amz-delete-marker"), "true")
         self.assertEqual(self.get(bucket, "doc", VersionId=v2), b"version two!")
         self.assertEqual(self.keys_of(bucket), [])
+        # The delete marker itself cannot be read.
+        response = self.assert_error("MethodNotAllowed", 405, self.s3.get_object, Bucket=bucket, Key="doc", VersionId=marker)
+        self.assertEqual(response["ResponseMetadata"]["HTTPHeaders"].get("x-amz-delete-marker"), "true")
+        # An older version can be copied out by its id.
+        copied = self.s3.copy_object(
+            Bucket=bucket, Key="doc-v1", CopySource={"Bucket": bucket, "Key": "doc", "VersionId": v1}
+        )
+        self.assertEqual(copied.get("CopySourceVersionId"), v1)
+        self.assertEqual(self.get(bucket, "doc-v1"), b"version one")
+        self.s3.delete_object(Bucket=bucket, Key="doc-v1", VersionId=copied["VersionId"])
 
         listed = self.s3.list_object_versions(Bucket=bucket)
         versions = [(v["Key"], v["VersionId"], v["IsLatest"], v["Size"]) for v in listed["Versions"]]
@@ -1042,6 +1086,64 @@ class PresignedTests(Boto3Case):
         status, _, body = self.fetch(url)
         self.assertEqual(status, 403, body)
         self.assertEqual(ET.fromstring(body).findtext("Code"), "SignatureDoesNotMatch")
+
+
+class RestartTests(Boto3Case):
+    def test_data_survives_restart_and_a_wiped_drive(self):
+        bucket = self.new_bucket()
+        versioned = self.new_bucket()
+        self.s3.put_bucket_versioning(Bucket=versioned, VersioningConfiguration={"Status": "Enabled"})
+        objects = {f"small/{i}": data_of(100 * i + 1, seed=60 + i) for i in range(5)}
+        objects["large"] = data_of(3 * MiB + 17, seed=70)
+        for key, body in objects.items():
+            self.put(bucket, key, body, Metadata={"k": key.replace("/", "-")})
+        upload_id = self.s3.create_multipart_upload(Bucket=bucket, Key="multi")["UploadId"]
+        parts = [data_of(5 * MiB, 71), data_of(1000, 72)]
+        etags = [
+            self.s3.upload_part(Bucket=bucket, Key="multi", UploadId=upload_id, PartNumber=n, Body=b)["ETag"]
+            for n, b in enumerate(parts, start=1)
+        ]
+        self.s3.complete_multipart_upload(
+            Bucket=bucket,
+            Key="multi",
+            UploadId=upload_id,
+            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in enumerate(etags, start=1)]},
+        )
+        objects["multi"] = b"".join(parts)
+        v1 = self.put(versioned, "v", b"one")["VersionId"]
+        self.put(versioned, "v", b"two")
+        pending = self.s3.create_multipart_upload(Bucket=bucket, Key="in-flight")["UploadId"]
+
+        def check(s3):
+            for key, body in objects.items():
+                got = s3.get_object(Bucket=bucket, Key=key)
+                self.assertEqual(got["Body"].read(), body, key)
+                if key != "multi":
+                    self.assertEqual(got["Metadata"], {"k": key.replace("/", "-")})
+            self.assertEqual(s3.get_object(Bucket=versioned, Key="v", VersionId=v1)["Body"].read(), b"one")
+            self.assertEqual(s3.get_object(Bucket=versioned, Key="v")["Body"].read(), b"two")
+            self.assertEqual(s3.get_bucket_versioning(Bucket=versioned)["Status"], "Enabled")
+            uploads = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+            self.assertEqual([u["UploadId"] for u in uploads], [pending])
+
+        # A plain restart on the same drives.
+        self.server.stop()
+        self.server.start()
+        s3 = client(self.server.endpoint)
+        check(s3)
+
+        # One drive replaced by an empty one: everything still reads, and
+        # writes work.
+        self.server.stop()
+        wiped = self.server.drives[1]
+        shutil.rmtree(wiped)
+        os.makedirs(wiped)
+        self.server.start()
+        s3 = client(self.server.endpoint)
+        check(s3)
+        s3.put_object(Bucket=bucket, Key="after", Body=b"written after the wipe")
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="after")["Body"].read(), b"written after the wipe")
+        self.assertIn("after", [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]])
 
 
 class AuthAndErrorTests(Boto3Case):

@@ -229,11 +229,12 @@ fn ci() -> Result<(), String> {
 const CLIENT_SUITES: &str = "tests/python";
 
 /// The client test suites (`tests/python`: boto3, aws-cli and mc against
-/// the `tessera` binary, each test class on its own server): builds the
-/// daemon, prepares the Python environment ([`python_env`]) and runs
+/// the `tessera` binary, each test class on its own server): prepares the
+/// Python environment ([`python_env`]), builds the daemon and runs
 /// `python -m unittest discover`, with `extra` appended (a filter such as
 /// `-k Multipart`). Their counts are added to `counts`.
 fn client_suites(mc: &Path, extra: &[String], counts: &mut Counts) -> Result<(), String> {
+    let python = python_env()?;
     run(
         "build the tessera binary",
         cargo().args(["build", "--locked", "-p", "daemon"]),
@@ -242,7 +243,6 @@ fn client_suites(mc: &Path, extra: &[String], counts: &mut Counts) -> Result<(),
     if !tessera.is_file() {
         return Err(format!("{} was not built", tessera.display()));
     }
-    let python = python_env()?;
     let suites = workspace_root().join(CLIENT_SUITES);
     let mut unittest = Command::new(&python);
     unittest
