@@ -52,8 +52,11 @@ fn main() -> ExitCode {
 fn init_logging(cfg: &config::LogConfig) -> Result<(), ConfigError> {
     let filter = tracing_subscriber::EnvFilter::try_new(&cfg.filter)
         .map_err(|e| ConfigError(format!("TESSERA_LOG='{}': {e}", cfg.filter)))?;
+    // Colours only on a terminal: journald and log files get plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let r = match cfg.format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
