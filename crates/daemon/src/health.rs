@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use drive::format::{FORMAT_FILE, MAX_FORMAT_BYTES, META_VOLUME};
-use drive::{Drive, DriveState};
+use drive::{DiskInfo, Drive, DriveState};
 use http::{Method, Response, StatusCode};
 use object::layer::{ErasureSet, ObjectLayer};
 use s3_gateway::ResponseBody;
@@ -19,6 +19,8 @@ pub struct DriveStatus {
     pub pool: usize,
     pub set: usize,
     pub online: bool,
+    /// Space of the drive's file system, when it answered.
+    pub space: Option<DiskInfo>,
 }
 
 /// One erasure set.
@@ -71,19 +73,23 @@ pub struct Health {
     draining: AtomicBool,
 }
 
-/// A drive answers when it is not offline and reads its `format.json`.
-async fn probe(d: Arc<dyn Drive>, timeout: Duration) -> bool {
+/// A drive answers when it is not offline and reads its `format.json`;
+/// then its space is asked for too.
+async fn probe(d: Arc<dyn Drive>, timeout: Duration) -> (bool, Option<DiskInfo>) {
     if d.health().state == DriveState::Offline {
-        return false;
+        return (false, None);
     }
-    matches!(
-        tokio::time::timeout(
-            timeout,
-            d.read_all(META_VOLUME, FORMAT_FILE, MAX_FORMAT_BYTES)
-        )
-        .await,
-        Ok(Ok(_))
-    )
+    let answered = tokio::time::timeout(timeout, async {
+        d.read_all(META_VOLUME, FORMAT_FILE, MAX_FORMAT_BYTES)
+            .await
+            .ok()?;
+        Some(d.disk_info().await.ok())
+    })
+    .await;
+    match answered {
+        Ok(Some(space)) => (true, space),
+        _ => (false, None),
+    }
 }
 
 impl Health {
@@ -137,14 +143,16 @@ impl Health {
                     pool: *pool,
                     set: *set,
                     online: false,
+                    space: None,
                 });
                 let (d, t) = (d.clone(), self.probe_timeout);
                 tasks.spawn(async move { (idx, probe(d, t).await) });
             }
         }
         while let Some(r) = tasks.join_next().await {
-            if let Ok((idx, online)) = r {
+            if let Ok((idx, (online, space))) = r {
                 drives[idx].online = online;
+                drives[idx].space = space;
             }
         }
         let sets = placed

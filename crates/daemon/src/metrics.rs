@@ -81,6 +81,10 @@ pub struct Metrics {
     pub tls_handshake_errors: Counter,
     drives: Family<State, Gauge>,
     drive_online: Family<DriveLabel, Gauge>,
+    drive_total_bytes: Family<DriveLabel, Gauge>,
+    drive_free_bytes: Family<DriveLabel, Gauge>,
+    drive_used_bytes: Family<DriveLabel, Gauge>,
+    drive_free_inodes: Family<DriveLabel, Gauge>,
     sets: Gauge,
     write_quorum: Gauge,
     read_quorum: Gauge,
@@ -110,6 +114,10 @@ impl Metrics {
             tls_handshake_errors: Counter::default(),
             drives: Family::default(),
             drive_online: Family::default(),
+            drive_total_bytes: Family::default(),
+            drive_free_bytes: Family::default(),
+            drive_used_bytes: Family::default(),
+            drive_free_inodes: Family::default(),
             sets: Gauge::default(),
             write_quorum: Gauge::default(),
             read_quorum: Gauge::default(),
@@ -170,6 +178,26 @@ impl Metrics {
             "drive_online",
             "1 when the drive is online, else 0",
             m.drive_online.clone(),
+        );
+        registry.register(
+            "drive_total_bytes",
+            "Size of the drive's file system",
+            m.drive_total_bytes.clone(),
+        );
+        registry.register(
+            "drive_free_bytes",
+            "Bytes of the drive's file system available to the server",
+            m.drive_free_bytes.clone(),
+        );
+        registry.register(
+            "drive_used_bytes",
+            "Bytes in use on the drive's file system",
+            m.drive_used_bytes.clone(),
+        );
+        registry.register(
+            "drive_free_inodes",
+            "Free inodes of the drive's file system (0 where it does not say)",
+            m.drive_free_inodes.clone(),
         );
         registry.register("erasure_sets", "Erasure sets", m.sets.clone());
         registry.register(
@@ -244,13 +272,30 @@ impl Metrics {
             .get_or_create(&State { state: "offline" })
             .set(s.drives.len() as i64 - online);
         for d in &s.drives {
+            let label = DriveLabel {
+                drive: d.label.clone(),
+                pool: d.pool as u64,
+                set: d.set as u64,
+            };
             self.drive_online
-                .get_or_create(&DriveLabel {
-                    drive: d.label.clone(),
-                    pool: d.pool as u64,
-                    set: d.set as u64,
-                })
+                .get_or_create(&label)
                 .set(i64::from(d.online));
+            // A drive that does not answer keeps its last known space.
+            if let Some(space) = &d.space {
+                let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+                self.drive_total_bytes
+                    .get_or_create(&label)
+                    .set(clamp(space.total));
+                self.drive_free_bytes
+                    .get_or_create(&label)
+                    .set(clamp(space.free));
+                self.drive_used_bytes
+                    .get_or_create(&label)
+                    .set(clamp(space.used));
+                self.drive_free_inodes
+                    .get_or_create(&label)
+                    .set(clamp(space.files_free));
+            }
         }
         self.sets.set(s.sets.len() as i64);
         self.write_quorum.set(i64::from(s.write_quorum()));

@@ -94,6 +94,13 @@ async fn health_follows_the_drives_and_metrics_count_requests() {
         ] {
             assert!(m.contains(needle), "{path} lacks {needle}:\n{m}");
         }
+        let free = m
+            .lines()
+            .find(|l| l.starts_with("tessera_drive_free_bytes{"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no drive space in\n{m}"));
+        assert!(free > 0, "{free}");
         // The body of the PUT (10 bytes, possibly aws-chunked with a
         // checksum trailer) was counted.
         let received = m
