@@ -128,6 +128,10 @@ pub fn render(cfg: &ServerConfig, f: &Facts<'_>) -> String {
     } else {
         match &c.source {
             CredentialSource::Default => (c.user.clone(), c.password.clone()),
+            CredentialSource::Env {
+                password_file: Some(f),
+                ..
+            } => (c.user.clone(), format!("\"$(cat {})\"", f.display())),
             CredentialSource::Env { password, .. } => (c.user.clone(), format!("\"${password}\"")),
         }
     };

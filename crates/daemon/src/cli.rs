@@ -23,6 +23,17 @@ pub const ROOT_PASSWORD: EnvVar = EnvVar {
     aliases: &["MINIO_ROOT_PASSWORD", "MINIO_SECRET_KEY"],
     help: "root secret key (at least 8 characters); default minioadmin",
 };
+pub const ROOT_USER_FILE: EnvVar = EnvVar {
+    name: "TESSERA_ROOT_USER_FILE",
+    aliases: &["MINIO_ROOT_USER_FILE", "MINIO_ACCESS_KEY_FILE"],
+    help: "file holding the root user (Docker/Kubernetes secrets; a relative name is looked \
+           up in /run/secrets first)",
+};
+pub const ROOT_PASSWORD_FILE: EnvVar = EnvVar {
+    name: "TESSERA_ROOT_PASSWORD_FILE",
+    aliases: &["MINIO_ROOT_PASSWORD_FILE", "MINIO_SECRET_KEY_FILE"],
+    help: "file holding the root password, as TESSERA_ROOT_USER_FILE",
+};
 pub const VOLUMES: EnvVar = EnvVar {
     name: "TESSERA_VOLUMES",
     aliases: &["MINIO_VOLUMES"],
@@ -119,6 +130,8 @@ pub const WATCHDOG_USEC: EnvVar = EnvVar {
 pub const ENV_VARS: &[EnvVar] = &[
     ROOT_USER,
     ROOT_PASSWORD,
+    ROOT_USER_FILE,
+    ROOT_PASSWORD_FILE,
     VOLUMES,
     ADDRESS,
     CONSOLE_ADDRESS,

@@ -153,6 +153,8 @@ pub enum CredentialSource {
     Env {
         user: &'static str,
         password: &'static str,
+        /// The file the password was read from (`*_FILE` variables).
+        password_file: Option<PathBuf>,
     },
 }
 
@@ -256,8 +258,11 @@ pub fn log_config(json_flag: bool, env: &Env) -> Result<LogConfig, ConfigError> 
 /// neither, user at least 3 characters without `=` or `,`, password at
 /// least 8).
 pub fn credentials(env: &Env, warnings: &mut Vec<String>) -> Result<Credentials, ConfigError> {
-    let user = env.get(&cli::ROOT_USER);
-    let password = env.get(&cli::ROOT_PASSWORD);
+    let user = secret(env, &cli::ROOT_USER, &cli::ROOT_USER_FILE)?;
+    let password = secret(env, &cli::ROOT_PASSWORD, &cli::ROOT_PASSWORD_FILE)?;
+    let password_file = password.as_ref().and_then(|p| p.2.clone());
+    let user = user.map(|(v, n, _)| (v, n));
+    let password = password.map(|(v, n, _)| (v, n));
     let (user, password) = match (user, password) {
         (None, None) => {
             return Ok(Credentials {
@@ -330,8 +335,46 @@ pub fn credentials(env: &Env, warnings: &mut Vec<String>) -> Result<Credentials,
         source: CredentialSource::Env {
             user: user.1,
             password: password.1,
+            password_file,
         },
     })
+}
+
+/// A secret's value, the variable it came from, and the file it was read
+/// from (for `*_FILE` variables).
+type Secret = (String, &'static str, Option<PathBuf>);
+
+/// A secret from `var` or from the file named by `file_var`, in the order
+/// Tessera's name, its file, then each MinIO name and its file. A relative
+/// file name is looked up in `/run/secrets` (Docker and Kubernetes secrets)
+/// first. Surrounding white space of the file is dropped.
+fn secret(env: &Env, var: &EnvVar, file_var: &EnvVar) -> Result<Option<Secret>, ConfigError> {
+    let names = std::iter::once(var.name).chain(var.aliases.iter().copied());
+    let files = std::iter::once(file_var.name).chain(file_var.aliases.iter().copied());
+    for (name, file_name) in names.zip(files) {
+        if let Some(v) = env.vars.get(name).filter(|v| !v.is_empty()) {
+            return Ok(Some((v.clone(), name, None)));
+        }
+        let Some(path) = env.vars.get(file_name).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let mut p = PathBuf::from(path);
+        if p.is_relative() {
+            let in_secrets = Path::new("/run/secrets").join(&p);
+            if in_secrets.is_file() {
+                p = in_secrets;
+            }
+        }
+        let bytes = std::fs::read(&p)
+            .map_err(|e| ConfigError(format!("{file_name}={path}: cannot read: {e}")))?;
+        if bytes.len() > 4096 {
+            return err(format!("{file_name}={path}: more than 4 KiB"));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| ConfigError(format!("{file_name}={path}: not UTF-8 text")))?;
+        return Ok(Some((text.trim().to_owned(), file_name, Some(p))));
+    }
+    Ok(None)
 }
 
 /// Parses a Go-style duration: `30s`, `1m30s`, `500ms`, `1h`, or a bare
