@@ -127,6 +127,8 @@ async fn metadata_and_content_type_are_kept() {
         ],
         parity: None,
         trailing_metadata: None,
+        internal: Vec::new(),
+        actual_size: None,
     };
     l.put_object("meta", "k", &mut &b"hello"[..], &opts)
         .await
@@ -646,6 +648,8 @@ async fn buckets() {
         metadata: vec![("X-Amz-Meta-A".into(), "1".into())],
         parity: None,
         trailing_metadata: None,
+        internal: Vec::new(),
+        actual_size: None,
     };
     l.put_object("two", "src", &mut &body[..], &opts)
         .await

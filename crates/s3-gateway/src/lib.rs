@@ -16,12 +16,14 @@
 pub mod auth;
 mod body;
 mod checksum;
+mod encryption;
 mod error;
 mod handlers;
 mod service;
 mod time;
 mod xml;
 
+pub use encryption::EncryptionConfig;
 pub use error::S3Error;
 pub use service::{
     Gateway, GatewayConfig, GatewayLimits, RequestObserver, RequestRecord, ResponseBody,

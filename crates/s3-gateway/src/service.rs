@@ -34,6 +34,8 @@ pub struct GatewayConfig {
     pub limits: GatewayLimits,
     /// The `Server` header.
     pub server_name: String,
+    /// Server-side encryption: the KMS, auto-encryption, SSE-C transport.
+    pub encryption: crate::encryption::EncryptionConfig,
 }
 
 impl Default for GatewayConfig {
@@ -44,6 +46,7 @@ impl Default for GatewayConfig {
             domains: Vec::new(),
             limits: GatewayLimits::default(),
             server_name: "Tessera".to_owned(),
+            encryption: crate::encryption::EncryptionConfig::default(),
         }
     }
 }

@@ -915,6 +915,8 @@ impl ObjectLayer {
                 metadata: src.metadata.clone().into_iter().collect(),
                 parity: None,
                 trailing_metadata: None,
+                internal: Vec::new(),
+                actual_size: None,
             },
         };
         // Stream through a bounded pipe: the reader fills it while the

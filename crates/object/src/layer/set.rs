@@ -1790,7 +1790,13 @@ pub(crate) fn new_version(
 ) -> ObjectVersion<'static> {
     let size = i64::try_from(size).unwrap_or(i64::MAX);
     let mut ov = ObjectVersion::new(version_id, data_dir, now_nanos(), size, erasure);
-    ov.push_part(1, size, size, None);
+    let actual = opts
+        .actual_size
+        .map_or(size, |a| i64::try_from(a).unwrap_or(i64::MAX));
+    ov.push_part(1, size, actual, None);
+    for (k, v) in &opts.internal {
+        ov.set_sys(k.clone(), v.clone());
+    }
     ov.set_user(
         META_CONTENT_TYPE,
         opts.content_type

@@ -83,6 +83,13 @@ pub struct PutOptions {
     /// whatever the body's reader has put here when it reports its end is
     /// stored with the version, like `metadata`.
     pub trailing_metadata: Option<TrailingMetadata>,
+    /// Internal (system) metadata to store with the version (`MetaSys`;
+    /// MinIO keeps an encrypted object's sealed keys there).
+    pub internal: Vec<(String, Vec<u8>)>,
+    /// The object's size as clients see it when the stored bytes differ
+    /// (encrypted objects: the plaintext size), recorded as the part's
+    /// actual size as MinIO records it; the stored size when `None`.
+    pub actual_size: Option<u64>,
 }
 
 /// Metadata a body reader fills in at the end of the body; see

@@ -7,6 +7,7 @@ use object::layer::{GetOptions, ObjectInfo, PutOptions, Range, VersionSel};
 
 use super::{body_reader, empty, read_small_body, read_xml, xml_response};
 use crate::body::ResponseBody;
+use crate::encryption;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
 use crate::time::{http_date, iso8601};
@@ -159,26 +160,54 @@ where
             .detail("MaxSizeAllowed", max.to_string()));
     }
     let mut opts = put_options(&ctx.parts.headers, Some(size))?;
+    let sse_mode = encryption::write_mode(&ctx.parts.headers, &gw.config.encryption)?;
     let mut reader = body_reader(gw, ctx, (max, "EntityTooLarge"))?;
     // The verified checksum is stored with the object (returned in
     // checksum mode), whether it came as a header or as a trailer.
     let trailing = object::layer::TrailingMetadata::default();
     reader.record_checksum_into(trailing.clone());
-    opts.trailing_metadata = Some(trailing);
-    let res = gw
-        .layer
-        .put_object(ctx.bucket(), ctx.key(), &mut reader, &opts)
-        .await;
+    opts.trailing_metadata = Some(trailing.clone());
+    let (res, new_key, plain_md5) = match sse_mode {
+        None => {
+            let res = gw
+                .layer
+                .put_object(ctx.bucket(), ctx.key(), &mut reader, &opts)
+                .await;
+            (res, None, None)
+        }
+        Some(mode) => {
+            let nk = encryption::new_key(&mode, &gw.config.encryption, ctx.bucket(), ctx.key())?;
+            opts.size = Some(sse::dare::encrypted_len(size));
+            opts.actual_size = Some(size);
+            opts.internal = nk.internal.clone();
+            let mut enc = encryption::EncryptingReader::new(reader, &nk.key, trailing)?;
+            let md5 = enc.plain_md5.clone();
+            let res = gw
+                .layer
+                .put_object(ctx.bucket(), ctx.key(), &mut enc, &opts)
+                .await;
+            reader = enc.into_inner();
+            let md5 = md5.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            (res, Some(nk), md5)
+        }
+    };
     ctx.bytes_in += reader.raw_len();
     let info = res?;
     let mut r = empty(StatusCode::OK);
     let h = r.headers_mut();
-    set(h, "etag", &quoted(&info.etag));
+    set(
+        h,
+        "etag",
+        &quoted(plain_md5.as_deref().unwrap_or(&info.etag)),
+    );
     if let Some(v) = info.version_id {
         set(h, "x-amz-version-id", &v.to_string());
     }
     if let Some((alg, value)) = &reader.verified_checksum {
         set(h, alg.header_name(), value);
+    }
+    if let Some(nk) = &new_key {
+        encryption::mode_headers(h, nk);
     }
     Ok(r)
 }
@@ -325,12 +354,29 @@ pub(super) async fn get_object<B>(
     head: bool,
 ) -> Result<Response<ResponseBody>, S3Error> {
     let version = version_param(ctx)?;
-    let info = gw
+    let stored = gw
         .layer
         .head_object(ctx.bucket(), ctx.key(), version)
         .await?;
+    // An encrypted object is seen as its plaintext: size, ETag.
+    let client_key =
+        encryption::client_key(&ctx.parts.headers, encryption::SSEC, &gw.config.encryption)?;
+    let existing = encryption::existing_key(&stored, client_key.as_ref(), &gw.config.encryption)?;
+    let mut info = stored.clone();
+    if let Some(ex) = &existing {
+        if stored.parts.len() > 1 {
+            return Err(S3Error::with_message(
+                "NotImplemented",
+                "Reading encrypted multipart objects is not implemented yet.",
+            ));
+        }
+        info.etag = ex.etag(&stored.etag);
+        info.size = encryption::plain_size(&stored)?;
+        for p in &mut info.parts {
+            p.size = info.size;
+        }
+    }
     check_conditions(&ctx.parts.headers, &info, "")?;
-
     // partNumber selects one part's bytes (or the whole of a single-part
     // object for part 1).
     let mut range = None;
@@ -407,12 +453,46 @@ pub(super) async fn get_object<B>(
             },
         };
         let request_id = ctx.request_id.clone();
+        let decrypt = existing.as_ref().map(|ex| ex.key.0);
+        let plain_size = info.size;
         tokio::spawn(async move {
-            if let Err(e) = layer.get_object(&bucket, &key, &opts, &mut writer).await {
-                if !matches!(e, object::layer::Error::Output(_)) {
+            let result = match decrypt {
+                None => layer
+                    .get_object(&bucket, &key, &opts, &mut writer)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| (matches!(e, object::layer::Error::Output(_)), e.to_string())),
+                Some(k) => {
+                    let (first, crange, skip) = sse::dare::package_range(offset, len, plain_size);
+                    let copts = GetOptions {
+                        version_id: opts.version_id,
+                        range: Some(Range::From {
+                            offset: crange.start,
+                            length: Some(crange.end - crange.start),
+                        }),
+                    };
+                    let (rd, mut wr) = tokio::io::duplex(256 << 10);
+                    let read = async {
+                        let r = layer.get_object(&bucket, &key, &copts, &mut wr).await;
+                        drop(wr);
+                        r
+                    };
+                    let dec = encryption::decrypt_stream(&k, first, rd, skip, len, &mut writer);
+                    let (r, d) = tokio::join!(read, dec);
+                    match (r, d) {
+                        (Err(e), _) => {
+                            Err((matches!(e, object::layer::Error::Output(_)), e.to_string()))
+                        }
+                        (Ok(_), Err(e)) => Err((false, e)),
+                        (Ok(_), Ok(())) => Ok(()),
+                    }
+                }
+            };
+            if let Err((client_gone, e)) = result {
+                if !client_gone {
                     tracing::warn!(%request_id, bucket, key, error = %e, "GET failed after the response head");
                 }
-                writer.abort(e.to_string()).await;
+                writer.abort(e).await;
             }
         });
         let mut r = Response::new(body);
@@ -421,6 +501,9 @@ pub(super) async fn get_object<B>(
     };
     let h = resp.headers_mut();
     object_headers(h, &info);
+    if let Some(ex) = &existing {
+        ex.headers(h, client_key.as_ref());
+    }
     set(h, "content-length", &len.to_string());
     if status == StatusCode::PARTIAL_CONTENT {
         let last = (offset + len).saturating_sub(1);
@@ -572,6 +655,52 @@ where
     Ok(xml_response(StatusCode::OK, w.finish()))
 }
 
+/// The plaintext of a stored object as a stream, produced by a task
+/// (reading, and decrypting when `enc` is given); the task's result says
+/// whether the whole object was produced.
+fn plain_source(
+    gw: &Gateway,
+    bucket: &str,
+    key: &str,
+    version: Option<VersionSel>,
+    stored: &ObjectInfo,
+    enc: Option<&encryption::Existing>,
+) -> (
+    tokio::io::DuplexStream,
+    tokio::task::JoinHandle<Result<(), S3Error>>,
+) {
+    let (rd, mut wr) = tokio::io::duplex(1 << 20);
+    let layer = gw.layer.clone();
+    let (bucket, key) = (bucket.to_owned(), key.to_owned());
+    let opts = GetOptions {
+        version_id: version,
+        range: None,
+    };
+    let decrypt = enc.map(|e| e.key.0);
+    let plain_len = encryption::plain_size(stored).unwrap_or(0);
+    let task = tokio::spawn(async move {
+        match decrypt {
+            None => {
+                layer.get_object(&bucket, &key, &opts, &mut wr).await?;
+                Ok(())
+            }
+            Some(k) => {
+                let (crd, mut cwr) = tokio::io::duplex(256 << 10);
+                let read = async {
+                    let r = layer.get_object(&bucket, &key, &opts, &mut cwr).await;
+                    drop(cwr);
+                    r
+                };
+                let dec = encryption::decrypt_stream(&k, 0, crd, 0, plain_len, &mut wr);
+                let (r, d) = tokio::join!(read, dec);
+                r?;
+                d.map_err(S3Error::internal)
+            }
+        }
+    });
+    (rd, task)
+}
+
 /// Parses `x-amz-copy-source`: `[/]bucket/key[?versionId=v]`,
 /// percent-encoded.
 pub(super) fn copy_source(v: &str) -> Result<(String, String, Option<VersionSel>), S3Error> {
@@ -627,12 +756,32 @@ where
             ));
         }
     };
-    let info = gw.layer.head_object(&sb, &sk, sv).await?;
+    let stored = gw.layer.head_object(&sb, &sk, sv).await?;
+    let cfg = &gw.config.encryption;
+    let src_client = encryption::client_key(&ctx.parts.headers, encryption::SSEC_COPY, cfg)?;
+    let src_enc = encryption::existing_key(&stored, src_client.as_ref(), cfg)?;
+    let dst_mode = encryption::write_mode(&ctx.parts.headers, cfg)?;
+    let mut info = stored.clone();
+    if let Some(ex) = &src_enc {
+        if stored.parts.len() > 1 {
+            return Err(S3Error::with_message(
+                "NotImplemented",
+                "Copying encrypted multipart objects is not implemented yet.",
+            ));
+        }
+        info.etag = ex.etag(&stored.etag);
+        info.size = encryption::plain_size(&stored)?;
+    }
     check_conditions(&ctx.parts.headers, &info, "x-amz-copy-source-")?;
     let same = sb == ctx.bucket()
         && sk == ctx.key()
         && sv.is_none_or(|v| Some(v) == info.version_id.map(VersionSel::Id));
-    if same && !replace && !ctx.parts.headers.contains_key("x-amz-storage-class") {
+    let encryption_changes = src_enc.is_some() || dst_mode.is_some();
+    if same
+        && !replace
+        && !encryption_changes
+        && !ctx.parts.headers.contains_key("x-amz-storage-class")
+    {
         return Err(S3Error::with_message(
             "InvalidRequest",
             "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
@@ -654,6 +803,8 @@ where
                 .collect(),
             parity: None,
             trailing_metadata: None,
+            internal: Vec::new(),
+            actual_size: None,
         };
         if sc != "STANDARD" {
             o.metadata
@@ -663,17 +814,80 @@ where
     } else {
         None
     };
-    let dst = gw
-        .layer
-        .copy_object(&sb, &sk, pinned, ctx.bucket(), ctx.key(), opts.as_ref())
-        .await?;
+    let (dst, dst_key, dst_etag) = if encryption_changes {
+        // Through the gateway: decrypt the source if needed, encrypt the
+        // copy if asked (a new object key: the sealing binds the path).
+        let mut opts = match opts {
+            Some(o) => o,
+            None => PutOptions {
+                content_type: Some(info.content_type.clone()),
+                metadata: info
+                    .metadata
+                    .iter()
+                    .filter(|(k, _)| !k.to_ascii_lowercase().starts_with("x-amz-checksum-"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                ..PutOptions::default()
+            },
+        };
+        let (plain, reader_task) = plain_source(gw, &sb, &sk, pinned, &stored, src_enc.as_ref());
+        let res = match &dst_mode {
+            None => {
+                opts.size = Some(info.size);
+                let mut plain = plain;
+                gw.layer
+                    .put_object(ctx.bucket(), ctx.key(), &mut plain, &opts)
+                    .await
+                    .map(|i| (i, None, None))
+            }
+            Some(mode) => {
+                let nk = encryption::new_key(mode, cfg, ctx.bucket(), ctx.key())?;
+                let trailing = object::layer::TrailingMetadata::default();
+                opts.size = Some(sse::dare::encrypted_len(info.size));
+                opts.actual_size = Some(info.size);
+                opts.internal = nk.internal.clone();
+                opts.trailing_metadata = Some(trailing.clone());
+                let mut enc = encryption::EncryptingReader::new(plain, &nk.key, trailing)?;
+                let md5 = enc.plain_md5.clone();
+                let r = gw
+                    .layer
+                    .put_object(ctx.bucket(), ctx.key(), &mut enc, &opts)
+                    .await;
+                let md5 = md5.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                r.map(|i| (i, Some(nk), md5))
+            }
+        };
+        let read = reader_task
+            .await
+            .map_err(|e| S3Error::internal(format!("copy reader: {e}")))?;
+        let (i, nk, md5) = match (res, read) {
+            (Ok(x), Ok(())) => x,
+            // The writer stopped because the reader failed: the reader's
+            // error is the cause.
+            (Err(object::layer::Error::IncompleteBody { .. }), Err(e)) | (Ok(_), Err(e)) => {
+                return Err(e);
+            }
+            (Err(e), _) => return Err(e.into()),
+        };
+        (i, nk, md5)
+    } else {
+        let i = gw
+            .layer
+            .copy_object(&sb, &sk, pinned, ctx.bucket(), ctx.key(), opts.as_ref())
+            .await?;
+        (i, None, None)
+    };
+    let dst_etag = dst_etag.unwrap_or_else(|| dst.etag.clone());
     let mut w = XmlWriter::new();
     w.root("CopyObjectResult")
         .elem("LastModified", &iso8601(dst.mod_time_nanos))
-        .elem("ETag", &quoted(&dst.etag))
+        .elem("ETag", &quoted(&dst_etag))
         .close("CopyObjectResult");
     let mut r = xml_response(StatusCode::OK, w.finish());
     let h = r.headers_mut();
+    if let Some(nk) = &dst_key {
+        encryption::mode_headers(h, nk);
+    }
     if let Some(v) = dst.version_id {
         set(h, "x-amz-version-id", &v.to_string());
     }

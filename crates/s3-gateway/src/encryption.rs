@@ -1,0 +1,602 @@
+//! Server-side encryption in MinIO's format, wired into requests: which
+//! mode a request asks for (SSE-C, SSE-S3, SSE-KMS, or the server's
+//! auto-encryption), a fresh sealed object key for a PUT, the object key of
+//! a stored object, and the streams that encrypt a body into DARE packages
+//! and decrypt (a range of) them back.
+//!
+//! What is stored is what MinIO stores: the DARE ciphertext as the object's
+//! bytes, the sealed keys in the internal metadata, the part's actual
+//! (plaintext) size, and the ETag sealed with the object key; so MinIO with
+//! the same KMS key reads Tessera's encrypted objects and the reverse.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+
+use md5::{Digest as _, Md5};
+use object::layer::{ObjectInfo, TrailingMetadata};
+use ring::rand::{SecureRandom, SystemRandom};
+use sse::dare::{self, CipherSuite, Decryptor, Encryptor, PAYLOAD_LEN};
+use sse::key::{Domain, Fresh, ObjectKey, object_path};
+use sse::kms::{Context, Kms};
+use sse::meta::{MetaError, Sealed};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+
+use crate::checksum::{base64_decode, base64_encode};
+use crate::error::S3Error;
+
+const SSE: &str = "x-amz-server-side-encryption";
+const SSE_KMS_KEY: &str = "x-amz-server-side-encryption-aws-kms-key-id";
+const SSE_CONTEXT: &str = "x-amz-server-side-encryption-context";
+/// SSE-C request headers (prefix).
+pub(crate) const SSEC: &str = "x-amz-server-side-encryption-customer-";
+/// SSE-C headers of a copy source (prefix).
+pub(crate) const SSEC_COPY: &str = "x-amz-copy-source-server-side-encryption-customer-";
+
+/// What a write asks for.
+#[derive(Debug, Clone)]
+pub(crate) enum Mode {
+    /// SSE-S3.
+    S3,
+    /// SSE-KMS with an optional key id and context.
+    Kms {
+        key_id: Option<String>,
+        context: Option<Context>,
+    },
+    /// SSE-C with the client's key.
+    C([u8; 32]),
+}
+
+/// Encryption settings of the gateway.
+#[derive(Debug, Clone, Default)]
+pub struct EncryptionConfig {
+    /// The KMS that seals data keys (SSE-S3, SSE-KMS); `None`: those modes
+    /// are refused.
+    pub kms: Option<Arc<dyn Kms>>,
+    /// Encrypt every new object with SSE-S3 when the request asks for no
+    /// encryption (MinIO's `MINIO_KMS_AUTO_ENCRYPTION`).
+    pub auto_encryption: bool,
+    /// Whether requests arrive over TLS (SSE-C needs it).
+    pub tls: bool,
+    /// Accept SSE-C keys over plain HTTP (for tests only).
+    pub insecure_sse_c: bool,
+}
+
+fn invalid(msg: &str) -> S3Error {
+    S3Error::with_message("InvalidArgument", msg)
+}
+
+/// The SSE-C key of a request (`prefix` is [`SSEC`] or [`SSEC_COPY`]):
+/// algorithm AES256, a 32-byte key and its MD5, all or nothing.
+pub(crate) fn client_key(
+    h: &http::HeaderMap,
+    prefix: &str,
+    cfg: &EncryptionConfig,
+) -> Result<Option<[u8; 32]>, S3Error> {
+    let get = |n: &str| {
+        h.get(format!("{prefix}{n}").as_str())
+            .and_then(|v| v.to_str().ok())
+    };
+    let (alg, key, md5) = (get("algorithm"), get("key"), get("key-md5"));
+    if alg.is_none() && key.is_none() && md5.is_none() {
+        return Ok(None);
+    }
+    if !cfg.tls && !cfg.insecure_sse_c {
+        return Err(S3Error::with_message(
+            "InvalidRequest",
+            "Requests specifying Server Side Encryption with Customer provided keys must be made over a secure connection.",
+        ));
+    }
+    let (Some(alg), Some(key), Some(md5)) = (alg, key, md5) else {
+        return Err(invalid(
+            "Requests specifying Server Side Encryption with Customer provided keys must provide an appropriate secret key and its MD5.",
+        ));
+    };
+    if alg != "AES256" {
+        return Err(invalid(
+            "Requests specifying Server Side Encryption with Customer provided keys must provide a valid encryption algorithm.",
+        ));
+    }
+    let key: [u8; 32] = base64_decode(key)
+        .and_then(|k| k.try_into().ok())
+        .ok_or_else(|| invalid("The secret key was invalid for the specified algorithm."))?;
+    if base64_encode(&Md5::digest(key)) != md5 {
+        return Err(invalid(
+            "The calculated MD5 hash of the key did not match the hash that was provided.",
+        ));
+    }
+    Ok(Some(key))
+}
+
+/// The encryption a write asks for, or the server's default.
+pub(crate) fn write_mode(
+    h: &http::HeaderMap,
+    cfg: &EncryptionConfig,
+) -> Result<Option<Mode>, S3Error> {
+    let sse = h.get(SSE).and_then(|v| v.to_str().ok());
+    let customer = client_key(h, SSEC, cfg)?;
+    let mode = match (sse, customer) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "Server Side Encryption with Customer provided key is incompatible with the encryption method specified",
+            ));
+        }
+        (None, Some(k)) => Some(Mode::C(k)),
+        (Some("AES256"), None) => Some(Mode::S3),
+        (Some("aws:kms"), None) => {
+            let context = match h.get(SSE_CONTEXT).and_then(|v| v.to_str().ok()) {
+                None => None,
+                Some(b64) => Some(
+                    base64_decode(b64)
+                        .and_then(|j| sse::meta::parse_context(&j))
+                        .ok_or_else(|| {
+                            invalid("The encryption context is not valid base64 JSON.")
+                        })?,
+                ),
+            };
+            Some(Mode::Kms {
+                key_id: h
+                    .get(SSE_KMS_KEY)
+                    .and_then(|v| v.to_str().ok())
+                    .map(|s| s.trim_start_matches("arn:aws:kms:").to_owned()),
+                context,
+            })
+        }
+        (Some(other), None) => {
+            return Err(invalid(&format!(
+                "The encryption method specified is not supported: {other}"
+            )));
+        }
+        (None, None) if cfg.auto_encryption && cfg.kms.is_some() => Some(Mode::S3),
+        (None, None) => None,
+    };
+    if matches!(mode, Some(Mode::S3 | Mode::Kms { .. })) && cfg.kms.is_none() {
+        return Err(S3Error::with_message(
+            "NotImplemented",
+            "Server side encryption specified but KMS is not configured",
+        ));
+    }
+    Ok(mode)
+}
+
+fn random<const N: usize>() -> Result<[u8; N], S3Error> {
+    let mut b = [0u8; N];
+    SystemRandom::new()
+        .fill(&mut b)
+        .map_err(|_| S3Error::internal("the system random generator failed"))?;
+    Ok(b)
+}
+
+/// A fresh object key for `bucket/key`, sealed as `mode` says.
+pub(crate) struct NewKey {
+    pub key: ObjectKey,
+    pub internal: Vec<(String, Vec<u8>)>,
+    pub mode: Mode,
+    pub key_id: Option<String>,
+}
+
+pub(crate) fn new_key(
+    mode: &Mode,
+    cfg: &EncryptionConfig,
+    bucket: &str,
+    key: &str,
+) -> Result<NewKey, S3Error> {
+    let fresh = Fresh {
+        iv: random()?,
+        nonce: random()?,
+    };
+    let rand: [u8; 32] = random()?;
+    let kms_err = |e: sse::kms::KmsError| S3Error::internal(format!("KMS: {e}"));
+    let (object_key, sealed, key_id) = match mode {
+        Mode::C(ck) => {
+            let ok = ObjectKey::generate(ck, &rand);
+            let s = ok.seal(ck, fresh, CipherSuite::Aes256Gcm, Domain::SseC, bucket, key);
+            (ok, Sealed::SseC(s), None)
+        }
+        Mode::S3 => {
+            let kms = cfg
+                .kms
+                .as_deref()
+                .ok_or_else(|| S3Error::new("NotImplemented"))?;
+            let ctx = Context::single(bucket, &object_path(bucket, key));
+            let dk = kms
+                .generate_key(kms.default_key_id(), &ctx, &random()?)
+                .map_err(kms_err)?;
+            let ok = ObjectKey::generate(&dk.plaintext, &rand);
+            let s = ok.seal(
+                &dk.plaintext,
+                fresh,
+                CipherSuite::Aes256Gcm,
+                Domain::SseS3,
+                bucket,
+                key,
+            );
+            let id = dk.key_id.clone();
+            (
+                ok,
+                Sealed::SseS3 {
+                    key_id: dk.key_id,
+                    data_key: dk.ciphertext,
+                    sealed: s,
+                },
+                Some(id),
+            )
+        }
+        Mode::Kms { key_id, context } => {
+            let kms = cfg
+                .kms
+                .as_deref()
+                .ok_or_else(|| S3Error::new("NotImplemented"))?;
+            let id = key_id
+                .clone()
+                .filter(|k| !k.is_empty())
+                .unwrap_or_else(|| kms.default_key_id().to_owned());
+            let mut ctx = context.clone().unwrap_or_default();
+            ctx.0
+                .entry(bucket.to_owned())
+                .or_insert_with(|| object_path(bucket, key));
+            let dk = kms
+                .generate_key(&id, &ctx, &random()?)
+                .map_err(|e| match e {
+                    sse::kms::KmsError::KeyNotFound(_) => S3Error::with_message(
+                        "KMS.NotFoundException",
+                        format!("Invalid keyId {id}"),
+                    ),
+                    e => kms_err(e),
+                })?;
+            let ok = ObjectKey::generate(&dk.plaintext, &rand);
+            let s = ok.seal(
+                &dk.plaintext,
+                fresh,
+                CipherSuite::Aes256Gcm,
+                Domain::SseKms,
+                bucket,
+                key,
+            );
+            (
+                ok,
+                Sealed::SseKms {
+                    key_id: dk.key_id,
+                    data_key: dk.ciphertext,
+                    sealed: s,
+                    context: context.clone(),
+                },
+                Some(id),
+            )
+        }
+    };
+    Ok(NewKey {
+        key: object_key,
+        internal: sealed
+            .to_metadata()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()))
+            .collect(),
+        mode: mode.clone(),
+        key_id,
+    })
+}
+
+/// The encryption of a stored object and its unsealed key.
+pub(crate) struct Existing {
+    pub key: ObjectKey,
+    pub sealed: Sealed,
+}
+
+/// The object key of a stored object, `None` if it is not encrypted.
+/// `client` is the SSE-C key the request gave, if any.
+pub(crate) fn existing_key(
+    info: &ObjectInfo,
+    client: Option<&[u8; 32]>,
+    cfg: &EncryptionConfig,
+) -> Result<Option<Existing>, S3Error> {
+    let get = |k: &str| {
+        info.internal
+            .get(k)
+            .and_then(|v| String::from_utf8(v.clone()).ok())
+    };
+    let sealed = match Sealed::from_metadata(get) {
+        Ok(None) => {
+            if client.is_some() {
+                return Err(S3Error::with_message(
+                    "InvalidRequest",
+                    "The encryption parameters are not applicable to this object.",
+                ));
+            }
+            return Ok(None);
+        }
+        Ok(Some(s)) => s,
+        Err(e) => return Err(S3Error::internal(format!("encryption metadata: {e}"))),
+    };
+    if !matches!(sealed, Sealed::SseC(_)) && client.is_some() {
+        return Err(S3Error::with_message(
+            "InvalidRequest",
+            "The encryption parameters are not applicable to this object.",
+        ));
+    }
+    let key = sealed
+        .object_key(cfg.kms.as_deref(), client, &info.bucket, &info.key)
+        .map_err(|e| match e {
+            MetaError::MissingClientKey => S3Error::with_message(
+                "InvalidRequest",
+                "The object was stored using a form of Server Side Encryption. The correct parameters must be provided to retrieve the object.",
+            ),
+            MetaError::NoKms => S3Error::with_message(
+                "NotImplemented",
+                "The object is encrypted with a KMS key, and no KMS is configured",
+            ),
+            MetaError::Key(_) => S3Error::with_message(
+                "AccessDenied",
+                "The SSE-C key provided does not match the key the object was encrypted with.",
+            ),
+            e => S3Error::internal(format!("unsealing an object key: {e}")),
+        })?;
+    Ok(Some(Existing { key, sealed }))
+}
+
+impl Existing {
+    /// The plaintext MD5 (hex) from the sealed ETag MinIO stores, or the
+    /// stored ETag when it is not sealed (multipart ETags).
+    pub(crate) fn etag(&self, stored: &str) -> String {
+        if stored.len() > 32
+            && !stored.contains('-')
+            && let Ok(b) = hex::decode(stored)
+            && let Ok(plain) = self.key.unseal_etag(&b)
+        {
+            return hex::encode(plain);
+        }
+        stored.to_owned()
+    }
+
+    /// The response headers that say how the object is encrypted.
+    pub(crate) fn headers(&self, h: &mut http::HeaderMap, client: Option<&[u8; 32]>) {
+        let set = |h: &mut http::HeaderMap, n: &'static str, v: &str| {
+            if let Ok(v) = http::HeaderValue::from_str(v) {
+                h.insert(n, v);
+            }
+        };
+        match &self.sealed {
+            Sealed::SseC(_) => {
+                set(
+                    h,
+                    "x-amz-server-side-encryption-customer-algorithm",
+                    "AES256",
+                );
+                if let Some(k) = client {
+                    set(
+                        h,
+                        "x-amz-server-side-encryption-customer-key-md5",
+                        &base64_encode(&Md5::digest(k)),
+                    );
+                }
+            }
+            Sealed::SseS3 { .. } => set(h, SSE, "AES256"),
+            Sealed::SseKms { key_id, .. } => {
+                set(h, SSE, "aws:kms");
+                set(h, SSE_KMS_KEY, &format!("arn:aws:kms:{key_id}"));
+            }
+        }
+    }
+}
+
+/// Response headers of a write in `mode`.
+pub(crate) fn mode_headers(h: &mut http::HeaderMap, nk: &NewKey) {
+    let set = |h: &mut http::HeaderMap, n: &'static str, v: &str| {
+        if let Ok(v) = http::HeaderValue::from_str(v) {
+            h.insert(n, v);
+        }
+    };
+    match &nk.mode {
+        Mode::C(k) => {
+            set(
+                h,
+                "x-amz-server-side-encryption-customer-algorithm",
+                "AES256",
+            );
+            set(
+                h,
+                "x-amz-server-side-encryption-customer-key-md5",
+                &base64_encode(&Md5::digest(k)),
+            );
+        }
+        Mode::S3 => set(h, SSE, "AES256"),
+        Mode::Kms { .. } => {
+            set(h, SSE, "aws:kms");
+            if let Some(id) = &nk.key_id {
+                set(h, SSE_KMS_KEY, &format!("arn:aws:kms:{id}"));
+            }
+        }
+    }
+}
+
+/// The plaintext size of an encrypted object (the sum over its parts,
+/// each its own DARE stream).
+pub(crate) fn plain_size(info: &ObjectInfo) -> Result<u64, S3Error> {
+    let parts: Vec<u64> = if info.parts.is_empty() {
+        vec![info.size]
+    } else {
+        info.parts.iter().map(|p| p.size).collect()
+    };
+    let mut total = 0u64;
+    for p in parts {
+        total += dare::decrypted_len(p)
+            .ok_or_else(|| S3Error::internal("an encrypted part has an impossible size"))?;
+    }
+    Ok(total)
+}
+
+/// Encrypts a plaintext stream into DARE packages with the object key;
+/// at its end, records the sealed ETag (MinIO's form) and the plaintext MD5.
+pub(crate) struct EncryptingReader<R> {
+    inner: R,
+    enc: Encryptor,
+    key: ObjectKey,
+    plain: Vec<u8>,
+    out: Vec<u8>,
+    pos: usize,
+    md5: Md5,
+    inner_done: bool,
+    done: bool,
+    trailing: TrailingMetadata,
+    /// The plaintext MD5 (hex), once the stream ended.
+    pub plain_md5: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl<R> EncryptingReader<R> {
+    pub(crate) fn new(
+        inner: R,
+        key: &ObjectKey,
+        trailing: TrailingMetadata,
+    ) -> Result<Self, S3Error> {
+        Ok(EncryptingReader {
+            inner,
+            enc: Encryptor::new(&key.0, random()?, CipherSuite::Aes256Gcm),
+            key: key.clone(),
+            plain: Vec::with_capacity(PAYLOAD_LEN + 1),
+            out: Vec::with_capacity(dare::PACKAGE_LEN),
+            pos: 0,
+            md5: Md5::new(),
+            inner_done: false,
+            done: false,
+            trailing,
+            plain_md5: Arc::default(),
+        })
+    }
+
+    pub(crate) fn into_inner(self) -> R {
+        self.inner
+    }
+
+    fn seal(&mut self, last: bool) -> io::Result<()> {
+        self.out.clear();
+        self.pos = 0;
+        let n = if last { self.plain.len() } else { PAYLOAD_LEN };
+        if n > 0 {
+            self.enc
+                .seal_package(&self.plain[..n], last, &mut self.out)
+                .map_err(|e| io::Error::other(S3Error::internal(e)))?;
+        }
+        self.plain.drain(..n);
+        if last {
+            let digest = self.md5.clone().finalize();
+            let sealed = self.key.seal_etag(
+                &digest,
+                random().map_err(io::Error::other)?,
+                CipherSuite::Aes256Gcm,
+            );
+            self.trailing
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(("etag".to_owned(), hex::encode(sealed)));
+            *self.plain_md5.lock().unwrap_or_else(|p| p.into_inner()) = Some(hex::encode(digest));
+            self.done = true;
+        }
+        Ok(())
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for EncryptingReader<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if this.pos < this.out.len() {
+                let n = (this.out.len() - this.pos).min(buf.remaining());
+                buf.put_slice(&this.out[this.pos..this.pos + n]);
+                this.pos += n;
+                return Poll::Ready(Ok(()));
+            }
+            if this.done {
+                return Poll::Ready(Ok(()));
+            }
+            if this.plain.len() > PAYLOAD_LEN {
+                this.seal(false)?;
+                continue;
+            }
+            if this.inner_done {
+                this.seal(true)?;
+                continue;
+            }
+            // Read more plaintext.
+            let start = this.plain.len();
+            this.plain.resize(PAYLOAD_LEN + 1, 0);
+            let mut rb = ReadBuf::new(&mut this.plain[start..]);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut rb) {
+                Poll::Pending => {
+                    this.plain.truncate(start);
+                    return Poll::Pending;
+                }
+                Poll::Ready(Err(e)) => {
+                    this.plain.truncate(start);
+                    return Poll::Ready(Err(e));
+                }
+                Poll::Ready(Ok(())) => {
+                    let n = rb.filled().len();
+                    this.plain.truncate(start + n);
+                    if n == 0 {
+                        this.inner_done = true;
+                    } else {
+                        let new = &this.plain[start..start + n];
+                        this.md5.update(new);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Decrypts DARE packages read from `cipher` (starting at package
+/// `first_seq`), skips `skip` plaintext bytes, and writes `len` bytes of
+/// plaintext to `out`. Nothing unauthenticated is ever written.
+pub(crate) async fn decrypt_stream<R, W>(
+    key: &[u8; 32],
+    first_seq: u64,
+    mut cipher: R,
+    mut skip: usize,
+    mut len: u64,
+    out: &mut W,
+) -> Result<(), String>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut dec = Decryptor::new(key, first_seq);
+    let mut buf = vec![0u8; dare::PACKAGE_LEN];
+    let mut plain = Vec::with_capacity(PAYLOAD_LEN);
+    while len > 0 {
+        let mut have = 0;
+        while have < dare::HEADER_LEN {
+            let n = cipher
+                .read(&mut buf[have..dare::HEADER_LEN])
+                .await
+                .map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err("encrypted stream ended early".into());
+            }
+            have += n;
+        }
+        let plen = dec.package_len(&buf[..have]).map_err(|e| e.to_string())?;
+        if plen > buf.len() {
+            return Err("encrypted package too long".into());
+        }
+        cipher
+            .read_exact(&mut buf[have..plen])
+            .await
+            .map_err(|e| e.to_string())?;
+        plain.clear();
+        dec.open_package(&buf[..plen], &mut plain)
+            .map_err(|e| format!("decrypting: {e}"))?;
+        let from = skip.min(plain.len());
+        skip -= from;
+        let take = ((plain.len() - from) as u64).min(len) as usize;
+        out.write_all(&plain[from..from + take])
+            .await
+            .map_err(|e| e.to_string())?;
+        len -= take as u64;
+    }
+    Ok(())
+}
