@@ -181,7 +181,13 @@ pub fn env_help() -> String {
 
 /// Tessera, an S3-compatible erasure-coded object store.
 #[derive(Debug, Parser)]
-#[command(name = "tessera", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "tessera",
+    version,
+    about = "Tessera: S3-compatible, erasure-coded object storage (MinIO drive format)",
+    long_about = None,
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -241,9 +247,10 @@ pub struct TokenArgs {
 /// (code 2 for errors, 0 for help and version).
 pub fn parse() -> Cli {
     let cmd = Cli::command()
-        .after_help(
-            "Run `tessera server --help` for the flags and environment variables of the server.",
-        )
+        .after_help(format!(
+            "Run `tessera server --help` for the flags of the server.\n\n{}",
+            env_help()
+        ))
         .mut_subcommand("server", |s| s.after_help(env_help()))
         .mut_subcommand("prometheus-token", |s| {
             s.after_help(

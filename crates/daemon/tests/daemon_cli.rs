@@ -61,6 +61,9 @@ fn help_documents_every_flag_and_variable() {
     for word in ["server", "prometheus-token", "--version"] {
         assert!(top.contains(word), "tessera --help lacks {word}:\n{top}");
     }
+    for v in VARIABLES {
+        assert!(top.contains(v), "tessera --help lacks {v}:\n{top}");
+    }
 
     let mut cmd = tessera(home.path());
     cmd.args(["server", "--help"]);
