@@ -125,3 +125,58 @@ fn sigint_on_an_idle_server_exits_zero() {
     d.signal("INT");
     assert_eq!(d.wait_exit().code(), Some(0));
 }
+
+/// Reads until the server closes the connection; what it sent before. A
+/// reset counts as closing (the server may close with bytes of ours unread).
+fn read_until_closed(mut s: TcpStream) -> Vec<u8> {
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return out,
+            Err(e) => panic!("the server did not close the connection: {e}"),
+        }
+    }
+}
+
+#[test]
+fn slow_and_oversized_request_heads_are_cut_off() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = tessera(home.path());
+    cmd.args(["server", "--address", "127.0.0.1:0"])
+        .arg(home.path().join("d"))
+        .env("TESSERA_READ_HEADER_TIMEOUT", "300ms");
+    let d = Daemon::start(cmd);
+
+    // Nothing sent at all.
+    let silent = TcpStream::connect(&d.addr).unwrap();
+    assert!(read_until_closed(silent).is_empty());
+
+    // A head that never ends (slowloris).
+    let mut slow = TcpStream::connect(&d.addr).unwrap();
+    slow.write_all(b"GET /minio/health/live HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    assert!(read_until_closed(slow).is_empty());
+
+    // An idle keep-alive connection is closed after a request.
+    let mut idle = TcpStream::connect(&d.addr).unwrap();
+    idle.write_all(b"GET /minio/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let answered = read_until_closed(idle);
+    assert!(answered.starts_with(b"HTTP/1.1 200"), "{answered:?}");
+
+    // A head over the limit gets 431.
+    let mut big = format!("GET /minio/health/live HTTP/1.1\r\nHost: {}\r\n", d.addr);
+    for i in 0..40 {
+        big.push_str(&format!("x-filler-{i}: {}\r\n", "a".repeat(2000)));
+    }
+    big.push_str("\r\n");
+    let mut s = TcpStream::connect(&d.addr).unwrap();
+    // The server may stop reading (and reset) before the whole head is sent.
+    let _ = s.write_all(big.as_bytes());
+    let r = parse_response(&read_until_closed(s));
+    assert_eq!(r.status, 431);
+}
