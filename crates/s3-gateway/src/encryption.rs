@@ -278,10 +278,58 @@ pub(crate) fn new_key(
     })
 }
 
+/// MinIO's mark of an encrypted multipart object (each part its own DARE
+/// stream under its part key).
+pub(crate) const META_MULTIPART: &str = "X-Minio-Internal-Encrypted-Multipart";
+
 /// The encryption of a stored object and its unsealed key.
 pub(crate) struct Existing {
     pub key: ObjectKey,
     pub sealed: Sealed,
+    /// Parts are sealed with part keys.
+    pub multipart: bool,
+}
+
+/// One part of an encrypted object: where its ciphertext lies in the
+/// stored object, where its plaintext lies in the object as seen, and the
+/// key of its DARE stream.
+#[derive(Debug, Clone)]
+pub(crate) struct Segment {
+    pub cipher_offset: u64,
+    pub plain_offset: u64,
+    pub plain_len: u64,
+    pub key: [u8; 32],
+}
+
+impl Existing {
+    /// The object's DARE streams in order.
+    pub(crate) fn segments(&self, stored: &ObjectInfo) -> Result<Vec<Segment>, S3Error> {
+        let parts: Vec<(i64, u64)> = if stored.parts.is_empty() {
+            vec![(1, stored.size)]
+        } else {
+            stored.parts.iter().map(|p| (p.number, p.size)).collect()
+        };
+        let mut out = Vec::with_capacity(parts.len());
+        let (mut c, mut p) = (0u64, 0u64);
+        for (number, size) in parts {
+            let plain = dare::decrypted_len(size)
+                .ok_or_else(|| S3Error::internal("an encrypted part has an impossible size"))?;
+            let key = if self.multipart {
+                self.key.part_key(u32::try_from(number).unwrap_or(0))
+            } else {
+                self.key.0
+            };
+            out.push(Segment {
+                cipher_offset: c,
+                plain_offset: p,
+                plain_len: plain,
+                key,
+            });
+            c += size;
+            p += plain;
+        }
+        Ok(out)
+    }
 }
 
 /// The object key of a stored object, `None` if it is not encrypted.
@@ -332,7 +380,11 @@ pub(crate) fn existing_key(
             ),
             e => S3Error::internal(format!("unsealing an object key: {e}")),
         })?;
-    Ok(Some(Existing { key, sealed }))
+    Ok(Some(Existing {
+        key,
+        sealed,
+        multipart: info.internal.contains_key(META_MULTIPART),
+    }))
 }
 
 impl Existing {
@@ -340,6 +392,7 @@ impl Existing {
     /// stored ETag when it is not sealed (multipart ETags).
     pub(crate) fn etag(&self, stored: &str) -> String {
         if stored.len() > 32
+            && !self.multipart
             && !stored.contains('-')
             && let Ok(b) = hex::decode(stored)
             && let Ok(plain) = self.key.unseal_etag(&b)
@@ -597,6 +650,108 @@ where
             .await
             .map_err(|e| e.to_string())?;
         len -= take as u64;
+    }
+    Ok(())
+}
+
+/// A bucket's default encryption from its `ServerSideEncryptionConfiguration`.
+pub(crate) fn parse_bucket_default(doc: &[u8]) -> Result<Mode, S3Error> {
+    let root = crate::xml::parse(doc)?;
+    if root.name != "ServerSideEncryptionConfiguration" {
+        return Err(S3Error::new("MalformedXML"));
+    }
+    let rules: Vec<_> = root.children_named("Rule").collect();
+    if rules.len() != 1 {
+        return Err(S3Error::with_message(
+            "MalformedXML",
+            "The configuration must hold exactly one rule.",
+        ));
+    }
+    let apply = rules[0]
+        .child("ApplyServerSideEncryptionByDefault")
+        .ok_or_else(|| S3Error::new("MalformedXML"))?;
+    match apply.child_text("SSEAlgorithm").map(str::trim) {
+        Some("AES256") => Ok(Mode::S3),
+        Some("aws:kms") => Ok(Mode::Kms {
+            key_id: apply
+                .child_text("KMSMasterKeyID")
+                .map(|k| k.trim().trim_start_matches("arn:aws:kms:").to_owned())
+                .filter(|k| !k.is_empty()),
+            context: None,
+        }),
+        _ => Err(S3Error::with_message(
+            "MalformedXML",
+            "SSEAlgorithm must be AES256 or aws:kms.",
+        )),
+    }
+}
+
+/// The encryption of a new object in `bucket`: what the request asks
+/// for, else the bucket's default, else the server's auto-encryption.
+pub(crate) async fn write_mode_for(
+    gw: &crate::service::Gateway,
+    h: &http::HeaderMap,
+    bucket: &str,
+) -> Result<Option<Mode>, S3Error> {
+    let cfg = &gw.config.encryption;
+    let explicit = h.contains_key(SSE) || h.keys().any(|k| k.as_str().starts_with(SSEC));
+    if !explicit
+        && let Some(doc) = gw
+            .layer
+            .bucket_config(bucket, object::layer::BucketConfig::Encryption)
+            .await?
+    {
+        if cfg.kms.is_none() {
+            return Err(S3Error::with_message(
+                "NotImplemented",
+                "The bucket's default encryption needs a KMS, and none is configured",
+            ));
+        }
+        return parse_bucket_default(&doc).map(Some);
+    }
+    write_mode(h, cfg)
+}
+
+/// Writes the plaintext `offset..offset + len` of an encrypted object to
+/// `out`: for every part it overlaps, reads just the packages it needs and
+/// decrypts them.
+pub(crate) async fn read_plain<W: AsyncWrite + Unpin>(
+    layer: &object::layer::ObjectLayer,
+    bucket: &str,
+    key: &str,
+    version: Option<object::layer::VersionSel>,
+    segments: &[Segment],
+    (offset, len): (u64, u64),
+    out: &mut W,
+) -> Result<(), (bool, String)> {
+    let end = offset + len;
+    for seg in segments {
+        let (s0, s1) = (seg.plain_offset, seg.plain_offset + seg.plain_len);
+        if s1 <= offset || s0 >= end || seg.plain_len == 0 {
+            continue;
+        }
+        let local = offset.max(s0) - s0;
+        let local_len = end.min(s1) - s0 - local;
+        let (first, crange, skip) = dare::package_range(local, local_len, seg.plain_len);
+        let opts = object::layer::GetOptions {
+            version_id: version,
+            range: Some(object::layer::Range::From {
+                offset: seg.cipher_offset + crange.start,
+                length: Some(crange.end - crange.start),
+            }),
+        };
+        let (rd, mut wr) = tokio::io::duplex(256 << 10);
+        let read = async {
+            let r = layer.get_object(bucket, key, &opts, &mut wr).await;
+            drop(wr);
+            r
+        };
+        let dec = decrypt_stream(&seg.key, first, rd, skip, local_len, &mut *out);
+        let (r, d) = tokio::join!(read, dec);
+        if let Err(e) = r {
+            return Err((matches!(e, object::layer::Error::Output(_)), e.to_string()));
+        }
+        d.map_err(|e| (false, e))?;
     }
     Ok(())
 }

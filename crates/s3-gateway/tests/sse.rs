@@ -499,6 +499,7 @@ async fn minio_reads_tessera_encryption_and_back() {
     let dirs: Vec<PathBuf> = (0..4).map(|i| tmp.path().join(format!("d{i}"))).collect();
     let d = data(3 * (1 << 16) + 99, 21);
     let small = b"small and secret".to_vec();
+    let mp = data((5 << 20) * 2 + 4321, 22);
     let ckey = [9u8; 32];
     let (kb, km) = (b64(&ckey), b64(&md5::Md5::digest(ckey)));
     {
@@ -506,6 +507,8 @@ async fn minio_reads_tessera_encryption_and_back() {
         let srv = serve(dirs.clone(), tmp2, true).await;
         let c = client(&srv.endpoint, AK, SK);
         c.create_bucket().bucket("mix").send().await.unwrap();
+        multipart_put(&c, "mix", "mp-s3", &mp, 5 << 20, None, true).await;
+        multipart_put(&c, "mix", "mp-c", &mp, 5 << 20, Some((&kb, &km)), false).await;
         for (k, body) in [("big", &d), ("small", &small)] {
             c.put_object()
                 .bucket("mix")
@@ -570,6 +573,27 @@ async fn minio_reads_tessera_encryption_and_back() {
     }
     assert!(ready, "MinIO did not start");
     let result = async {
+        assert!(
+            get(&mc, "mix", "mp-s3").await == mp,
+            "MinIO reads Tessera's multipart SSE-S3"
+        );
+        let got = mc
+            .get_object()
+            .bucket("mix")
+            .key("mp-c")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(&kb)
+            .sse_customer_key_md5(&km)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("MinIO reads Tessera's multipart SSE-C: {e:?}"))
+            .body
+            .collect()
+            .await
+            .unwrap()
+            .into_bytes();
+        assert!(got[..] == mp[..], "MinIO reads Tessera's multipart SSE-C");
+        multipart_put(&mc, "mix", "m-mp", &mp, 5 << 20, None, true).await;
         for (k, body) in [("big", &d), ("small", &small)] {
             let got = get(&mc, "mix", &format!("s3-{k}")).await;
             assert!(got == *body, "MinIO reads Tessera's SSE-S3 {k}");
@@ -627,6 +651,25 @@ async fn minio_reads_tessera_encryption_and_back() {
     let tmp3 = tempfile::tempdir().unwrap();
     let srv = serve(dirs.clone(), tmp3, true).await;
     let c = client(&srv.endpoint, AK, SK);
+    assert!(
+        get(&c, "mix", "m-mp").await == mp,
+        "Tessera reads MinIO's multipart SSE-S3"
+    );
+    let lo = (5 << 20) - 100;
+    let got = c
+        .get_object()
+        .bucket("mix")
+        .key("m-mp")
+        .range(format!("bytes={lo}-{}", lo + 200))
+        .send()
+        .await
+        .unwrap()
+        .body
+        .collect()
+        .await
+        .unwrap()
+        .into_bytes();
+    assert!(got[..] == mp[lo..=lo + 200], "a range across MinIO's parts");
     for (k, body) in [("m-big", &d), ("m-small", &small)] {
         assert!(
             get(&c, "mix", k).await == *body,
@@ -653,4 +696,229 @@ async fn minio_reads_tessera_encryption_and_back() {
         let hi = 70_000.min(body.len() - 1);
         assert!(got[..] == body[1..=hi], "Tessera reads MinIO's SSE-C {k}");
     }
+}
+
+async fn multipart_put(
+    c: &Client,
+    bucket: &str,
+    key: &str,
+    body: &[u8],
+    part: usize,
+    ssec: Option<(&str, &str)>,
+    sse_s3: bool,
+) -> String {
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    let mut create = c.create_multipart_upload().bucket(bucket).key(key);
+    if sse_s3 {
+        create = create.server_side_encryption(ServerSideEncryption::Aes256);
+    }
+    if let Some((k, m)) = ssec {
+        create = create
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(k)
+            .sse_customer_key_md5(m);
+    }
+    let id = create.send().await.unwrap().upload_id().unwrap().to_owned();
+    let mut parts = Vec::new();
+    for (i, chunk) in body.chunks(part).enumerate() {
+        let n = i as i32 + 1;
+        let mut up = c
+            .upload_part()
+            .bucket(bucket)
+            .key(key)
+            .upload_id(&id)
+            .part_number(n)
+            .body(ByteStream::from(chunk.to_vec()));
+        if let Some((k, m)) = ssec {
+            up = up
+                .sse_customer_algorithm("AES256")
+                .sse_customer_key(k)
+                .sse_customer_key_md5(m);
+        }
+        let out = up.send().await.unwrap();
+        parts.push(
+            CompletedPart::builder()
+                .part_number(n)
+                .e_tag(out.e_tag().unwrap())
+                .build(),
+        );
+    }
+    c.complete_multipart_upload()
+        .bucket(bucket)
+        .key(key)
+        .upload_id(&id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(parts))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encrypted_multipart_and_bucket_default() {
+    let srv = start(true).await;
+    let c = client(&srv.endpoint, AK, SK);
+    c.create_bucket().bucket("mpenc").send().await.unwrap();
+    let part = 5 << 20;
+    let d = data(2 * part + 300_000, 88);
+    multipart_put(&c, "mpenc", "s3", &d, part, None, true).await;
+    let head = c
+        .head_object()
+        .bucket("mpenc")
+        .key("s3")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.content_length(), Some(d.len() as i64));
+    assert_eq!(
+        head.server_side_encryption(),
+        Some(&ServerSideEncryption::Aes256)
+    );
+    assert!(get(&c, "mpenc", "s3").await == d);
+    // Ranges inside a part and across part boundaries.
+    for (lo, hi) in [
+        (0usize, 10usize),
+        (part - 3, part + 3),
+        (part - 70_000, 2 * part + 70_000),
+        (d.len() - 1, d.len() - 1),
+    ] {
+        let got = c
+            .get_object()
+            .bucket("mpenc")
+            .key("s3")
+            .range(format!("bytes={lo}-{hi}"))
+            .send()
+            .await
+            .unwrap()
+            .body
+            .collect()
+            .await
+            .unwrap()
+            .into_bytes();
+        assert!(got[..] == d[lo..=hi], "range {lo}-{hi}");
+    }
+    // SSE-C multipart: every part carries the key.
+    let key = [5u8; 32];
+    let (kb, km) = (b64(&key), b64(&md5::Md5::digest(key)));
+    multipart_put(&c, "mpenc", "c", &d, part, Some((&kb, &km)), false).await;
+    let got = c
+        .get_object()
+        .bucket("mpenc")
+        .key("c")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&kb)
+        .sse_customer_key_md5(&km)
+        .range(format!("bytes={}-{}", part - 10, part + 10))
+        .send()
+        .await
+        .unwrap()
+        .body
+        .collect()
+        .await
+        .unwrap()
+        .into_bytes();
+    assert!(got[..] == d[part - 10..=part + 10]);
+    let disk = disk_bytes(&srv.dirs);
+    assert!(
+        !contains(&disk, &d[part + 1000..part + 1064]),
+        "multipart plaintext on disk"
+    );
+
+    // Bucket default encryption: objects PUT without headers are SSE-S3.
+    let e = c
+        .get_bucket_encryption()
+        .bucket("mpenc")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "ServerSideEncryptionConfigurationNotFoundError");
+    use aws_sdk_s3::types::{
+        ServerSideEncryptionByDefault, ServerSideEncryptionConfiguration, ServerSideEncryptionRule,
+    };
+    c.put_bucket_encryption()
+        .bucket("mpenc")
+        .server_side_encryption_configuration(
+            ServerSideEncryptionConfiguration::builder()
+                .rules(
+                    ServerSideEncryptionRule::builder()
+                        .apply_server_side_encryption_by_default(
+                            ServerSideEncryptionByDefault::builder()
+                                .sse_algorithm(ServerSideEncryption::Aes256)
+                                .build()
+                                .unwrap(),
+                        )
+                        .build(),
+                )
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let got = c
+        .get_bucket_encryption()
+        .bucket("mpenc")
+        .send()
+        .await
+        .unwrap();
+    let rule = &got.server_side_encryption_configuration().unwrap().rules()[0];
+    assert_eq!(
+        rule.apply_server_side_encryption_by_default()
+            .unwrap()
+            .sse_algorithm(),
+        &ServerSideEncryption::Aes256
+    );
+    let small = data(10_000, 4);
+    let put = c
+        .put_object()
+        .bucket("mpenc")
+        .key("by-default")
+        .body(ByteStream::from(small.clone()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        put.server_side_encryption(),
+        Some(&ServerSideEncryption::Aes256)
+    );
+    multipart_put(
+        &c,
+        "mpenc",
+        "mp-by-default",
+        &d[..part + 5],
+        part,
+        None,
+        false,
+    )
+    .await;
+    let head = c
+        .head_object()
+        .bucket("mpenc")
+        .key("mp-by-default")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        head.server_side_encryption(),
+        Some(&ServerSideEncryption::Aes256)
+    );
+    assert!(get(&c, "mpenc", "mp-by-default").await == d[..part + 5]);
+    c.delete_bucket_encryption()
+        .bucket("mpenc")
+        .send()
+        .await
+        .unwrap();
+    let put = c
+        .put_object()
+        .bucket("mpenc")
+        .key("after")
+        .body(ByteStream::from(small.clone()))
+        .send()
+        .await
+        .unwrap();
+    assert!(put.server_side_encryption().is_none());
 }

@@ -98,6 +98,9 @@ struct Pool {
     algo: DistributionAlgo,
 }
 
+/// Bucket configuration documents read so far: (bucket, kind) -> document.
+type ConfigCache = HashMap<(String, BucketConfig), Option<Vec<u8>>>;
+
 /// Buckets and objects over pools of erasure sets.
 #[derive(Debug)]
 pub struct ObjectLayer {
@@ -109,6 +112,8 @@ pub struct ObjectLayer {
     locker: Arc<dyn Locker>,
     /// Bucket name -> versioning state, for buckets seen so far.
     versioning: Mutex<HashMap<String, Versioning>>,
+    /// (bucket, configuration) -> document, for configurations read so far.
+    configs: Mutex<ConfigCache>,
     /// Objects a read found damaged, waiting for the healer (bounded: when
     /// full, the next full pass finds them anyway).
     heal_tx: tokio::sync::mpsc::Sender<HealRequest>,
@@ -263,6 +268,7 @@ impl ObjectLayer {
             storage_class,
             locker: Arc::new(LocalLocker::new()),
             versioning: Mutex::new(HashMap::new()),
+            configs: Mutex::new(HashMap::new()),
             heal_tx,
             heal_rx: tokio::sync::Mutex::new(heal_rx),
         };
@@ -623,6 +629,72 @@ impl ObjectLayer {
         Ok(())
     }
 
+    /// A configuration document of `bucket` (as stored in its metadata,
+    /// MinIO's format), `None` when not set. Cached after the first read.
+    pub async fn bucket_config(&self, bucket: &str, kind: BucketConfig) -> Result<Option<Vec<u8>>> {
+        let ck = (bucket.to_owned(), kind);
+        if let Some(v) = self
+            .configs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&ck)
+        {
+            return Ok(v.clone());
+        }
+        self.check_bucket_exists(bucket).await?;
+        let doc = match self.load_bucket_meta(bucket).await {
+            Ok(m) => {
+                let d = match kind {
+                    BucketConfig::Encryption => &m.encryption_config_xml,
+                    BucketConfig::Tagging => &m.tagging_config_xml,
+                };
+                (!d.is_empty()).then(|| d.to_vec())
+            }
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return Err(e),
+        };
+        self.configs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(ck, doc.clone());
+        Ok(doc)
+    }
+
+    /// Sets (or, with `None`, removes) a configuration document of
+    /// `bucket`.
+    pub async fn set_bucket_config(
+        &self,
+        bucket: &str,
+        kind: BucketConfig,
+        doc: Option<Vec<u8>>,
+    ) -> Result<()> {
+        self.check_bucket_exists(bucket).await?;
+        let _g = self.locker.write(bucket, LOCK_TIMEOUT).await?;
+        let mut meta = match self.load_bucket_meta(bucket).await {
+            Ok(m) => m,
+            Err(e) if e.is_not_found() => BucketMetadata::new(bucket.to_owned(), MsgTime::GO_ZERO),
+            Err(e) => return Err(e),
+        };
+        let now = MsgTime::from_unix_nanos(set::now_nanos());
+        let bytes: std::borrow::Cow<'static, [u8]> = doc.clone().unwrap_or_default().into();
+        match kind {
+            BucketConfig::Encryption => {
+                meta.encryption_config_xml = bytes;
+                meta.encryption_config_updated_at = now;
+            }
+            BucketConfig::Tagging => {
+                meta.tagging_config_xml = bytes;
+                meta.tagging_config_updated_at = now;
+            }
+        }
+        self.save_bucket_meta(bucket, &meta).await?;
+        self.configs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((bucket.to_owned(), kind), doc);
+        Ok(())
+    }
+
     /// The buckets, sorted by name.
     pub async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
         let mut count: HashMap<String, usize> = HashMap::new();
@@ -704,6 +776,10 @@ impl ObjectLayer {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(bucket);
+        self.configs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(b, _), _| b != bucket);
         if ok < self.bucket_quorum() {
             return Err(Error::WriteQuorum {
                 ok,
@@ -993,6 +1069,22 @@ impl ObjectLayer {
         body: &mut R,
         size: Option<u64>,
     ) -> Result<UploadedPart> {
+        self.upload_part_sized(bucket, key, upload_id, number, body, (size, None))
+            .await
+    }
+
+    /// [`upload_part`](Self::upload_part) of a part whose stored bytes
+    /// differ from what the client sees: `(stored size, actual size)`
+    /// (an encrypted part: ciphertext and plaintext sizes).
+    pub async fn upload_part_sized<R: AsyncRead + Unpin + Send>(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        number: i64,
+        body: &mut R,
+        sizes: (Option<u64>, Option<u64>),
+    ) -> Result<UploadedPart> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
         let _g = self
@@ -1001,7 +1093,23 @@ impl ObjectLayer {
             .await?;
         let pool = self.upload_pool(bucket, key, upload_id).await?;
         self.set_in(pool, key)
-            .upload_part(bucket, key, upload_id, number, body, size)
+            .upload_part(bucket, key, upload_id, number, body, sizes)
+            .await
+    }
+
+    /// An upload's pending metadata (user and internal), e.g. to find an
+    /// encrypted upload's sealed key.
+    pub async fn upload_info(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<ObjectInfo> {
+        names::check_key(key)?;
+        self.check_bucket_exists(bucket).await?;
+        let pool = self.upload_pool(bucket, key, upload_id).await?;
+        self.set_in(pool, key)
+            .upload_info(bucket, key, upload_id)
             .await
     }
 

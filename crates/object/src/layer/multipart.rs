@@ -48,6 +48,9 @@ pub struct UploadedPart {
     pub etag: String,
     /// Bytes.
     pub size: u64,
+    /// Bytes as the client sees them when they differ from the stored ones
+    /// (an encrypted part's plaintext); `size` otherwise.
+    pub actual_size: u64,
     /// Upload time, nanoseconds since the epoch.
     pub mod_time_nanos: i64,
 }
@@ -82,8 +85,8 @@ fn check_upload_id(id: &str) -> Result<()> {
 
 fn part_meta_encode(p: &UploadedPart) -> Vec<u8> {
     format!(
-        "tessera-part v1\n{}\n{}\n{}\n{}\n",
-        p.number, p.etag, p.size, p.mod_time_nanos
+        "tessera-part v1\n{}\n{}\n{}\n{}\n{}\n",
+        p.number, p.etag, p.size, p.mod_time_nanos, p.actual_size
     )
     .into_bytes()
 }
@@ -99,11 +102,19 @@ fn part_meta_decode(b: &[u8]) -> Option<UploadedPart> {
     if etag.len() != 32 || !etag.bytes().all(|c| c.is_ascii_hexdigit()) {
         return None;
     }
+    let size = l.next()?.parse().ok()?;
+    let mod_time_nanos = l.next()?.parse().ok()?;
+    // Records written before the actual size was kept have none.
+    let actual_size = match l.next() {
+        Some(a) => a.parse().ok()?,
+        None => size,
+    };
     Some(UploadedPart {
         number,
         etag,
-        size: l.next()?.parse().ok()?,
-        mod_time_nanos: l.next()?.parse().ok()?,
+        size,
+        actual_size,
+        mod_time_nanos,
     })
 }
 
@@ -188,6 +199,18 @@ impl ErasureSet {
         }
     }
 
+    /// The upload's pending version as an [`ObjectInfo`] (its metadata and
+    /// internal metadata, such as an encrypted upload's sealed key).
+    pub async fn upload_info(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<ObjectInfo> {
+        let ov = self.upload_version(bucket, key, upload_id).await?;
+        Ok(object_info(bucket, key, &Version::object(ov, 0), true))
+    }
+
     /// Whether this set holds the upload (agreed by a read quorum).
     pub(crate) async fn has_upload(
         &self,
@@ -211,7 +234,7 @@ impl ErasureSet {
         upload_id: &str,
         number: i64,
         body: &mut R,
-        size: Option<u64>,
+        (size, actual): (Option<u64>, Option<u64>),
     ) -> Result<UploadedPart> {
         if !(1..=MAX_PARTS).contains(&number) {
             return Err(Error::InvalidPartNumber(number));
@@ -247,6 +270,7 @@ impl ErasureSet {
             number,
             etag,
             size: total,
+            actual_size: actual.unwrap_or(total),
             mod_time_nanos: now_nanos(),
         };
         let base = format!("{}/{upload_id}/{data_dir}", upload_root(bucket, key));
@@ -375,6 +399,7 @@ impl ErasureSet {
         }
         let etag = format!("{}-{}", hex::encode(md5.finalize()), chosen.len());
         let total: u64 = chosen.iter().map(|p| p.size).sum();
+        let actual_total: u64 = chosen.iter().map(|p| p.actual_size).sum();
         let mut version = ov.clone();
         version.version_id = if versioned {
             *Uuid::new_v4().as_bytes()
@@ -388,14 +413,14 @@ impl ErasureSet {
         version.part_actual_sizes = Some(Vec::new());
         version.part_etags = None;
         for p in &chosen {
-            version.push_part(p.number, p.size as i64, p.size as i64, None);
+            version.push_part(p.number, p.size as i64, p.actual_size as i64, None);
         }
         if let Some(sys) = version.meta_sys.as_mut() {
             sys.remove(META_UPLOAD_KEY);
         }
         version.set_sys(
             "X-Minio-Internal-actual-size",
-            total.to_string().into_bytes(),
+            actual_total.to_string().into_bytes(),
         );
         version.set_user(crate::xlmeta::META_ETAG, etag.clone());
         let info = object_info(bucket, key, &Version::object(version.clone(), 0), true);
@@ -527,9 +552,15 @@ mod tests {
             number: 7,
             etag: "0123456789abcdef0123456789abcdef".into(),
             size: 5 << 20,
+            actual_size: (5 << 20) - 100,
             mod_time_nanos: 42,
         };
         assert_eq!(part_meta_decode(&part_meta_encode(&p)), Some(p));
+        // A record without the actual size (older) reads as size.
+        let old =
+            part_meta_decode(b"tessera-part v1\n2\n0123456789abcdef0123456789abcdef\n10\n5\n")
+                .unwrap();
+        assert_eq!((old.size, old.actual_size), (10, 10));
         assert_eq!(part_meta_decode(b"garbage"), None);
         assert_eq!(
             part_meta_decode(b"tessera-part v1\n1\nnothex\n1\n1\n"),

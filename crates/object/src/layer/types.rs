@@ -240,3 +240,12 @@ impl Versioning {
         self == Versioning::Enabled
     }
 }
+
+/// A bucket configuration kept as a document in the bucket's metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BucketConfig {
+    /// Default encryption (`ServerSideEncryptionConfiguration` XML).
+    Encryption,
+    /// Bucket tags (`Tagging` XML).
+    Tagging,
+}

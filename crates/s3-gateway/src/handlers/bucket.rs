@@ -170,3 +170,81 @@ where
         .await?;
     Ok(empty(StatusCode::OK))
 }
+
+pub(super) async fn get_encryption<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    match gw
+        .layer
+        .bucket_config(ctx.bucket(), object::layer::BucketConfig::Encryption)
+        .await?
+    {
+        Some(doc) => Ok(xml_response(
+            StatusCode::OK,
+            String::from_utf8_lossy(&doc).into_owned(),
+        )),
+        None => {
+            let mut e = S3Error::with_message(
+                "ServerSideEncryptionConfigurationNotFoundError",
+                "The server side encryption configuration was not found",
+            );
+            e.status = StatusCode::NOT_FOUND;
+            Err(e.detail("BucketName", ctx.bucket()))
+        }
+    }
+}
+
+pub(super) async fn put_encryption<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    gw.layer.head_bucket(ctx.bucket()).await?;
+    let body = read_small_body(gw, ctx).await?;
+    let mode = crate::encryption::parse_bucket_default(&body)?;
+    if gw.config.encryption.kms.is_none() {
+        return Err(S3Error::with_message(
+            "NotImplemented",
+            "Server side encryption specified but KMS is not configured",
+        ));
+    }
+    // Stored in a canonical form.
+    let mut w = XmlWriter::new();
+    w.root("ServerSideEncryptionConfiguration")
+        .open("Rule")
+        .open("ApplyServerSideEncryptionByDefault");
+    match &mode {
+        crate::encryption::Mode::Kms { key_id, .. } => {
+            w.elem("SSEAlgorithm", "aws:kms")
+                .opt("KMSMasterKeyID", key_id.as_deref());
+        }
+        _ => {
+            w.elem("SSEAlgorithm", "AES256");
+        }
+    }
+    w.close("ApplyServerSideEncryptionByDefault")
+        .close("Rule")
+        .close("ServerSideEncryptionConfiguration");
+    gw.layer
+        .set_bucket_config(
+            ctx.bucket(),
+            object::layer::BucketConfig::Encryption,
+            Some(w.finish().into_bytes()),
+        )
+        .await?;
+    Ok(empty(StatusCode::OK))
+}
+
+pub(super) async fn delete_encryption<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    gw.layer
+        .set_bucket_config(ctx.bucket(), object::layer::BucketConfig::Encryption, None)
+        .await?;
+    Ok(empty(StatusCode::NO_CONTENT))
+}

@@ -111,14 +111,7 @@ where
                 ))
             } else if ctx.has("encryption") {
                 ctx.api = "GetBucketEncryption";
-                gw.layer.head_bucket(ctx.bucket()).await?;
-                Err(with_status(
-                    S3Error::with_message(
-                        "ServerSideEncryptionConfigurationNotFoundError",
-                        "The server side encryption configuration was not found",
-                    ),
-                    StatusCode::NOT_FOUND,
-                ))
+                bucket::get_encryption(gw, ctx).await
             } else if ctx.has("tagging") {
                 ctx.api = "GetBucketTagging";
                 gw.layer.head_bucket(ctx.bucket()).await?;
@@ -167,6 +160,9 @@ where
             if ctx.has("versioning") {
                 ctx.api = "PutBucketVersioning";
                 bucket::put_versioning(gw, ctx).await
+            } else if ctx.has("encryption") {
+                ctx.api = "PutBucketEncryption";
+                bucket::put_encryption(gw, ctx).await
             } else if ctx.has("policy")
                 || ctx.has("tagging")
                 || ctx.has("lifecycle")
@@ -186,11 +182,13 @@ where
             }
         }
         Method::DELETE => {
-            if ctx.has("policy")
+            if ctx.has("encryption") {
+                ctx.api = "DeleteBucketEncryption";
+                bucket::delete_encryption(gw, ctx).await
+            } else if ctx.has("policy")
                 || ctx.has("tagging")
                 || ctx.has("lifecycle")
                 || ctx.has("cors")
-                || ctx.has("encryption")
             {
                 ctx.api = "Unsupported";
                 gw.layer.head_bucket(ctx.bucket()).await?;

@@ -9,6 +9,7 @@ use object::layer::{GetOptions, Range, VersionSel};
 use super::object::{announced_size, copy_source, put_options, quoted, set};
 use super::{body_reader, empty, read_small_body, read_xml, xml_response};
 use crate::body::ResponseBody;
+use crate::encryption;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
 use crate::time::iso8601;
@@ -68,7 +69,18 @@ where
     B::Error: std::fmt::Display,
 {
     let _ = read_small_body(gw, ctx).await?;
-    let opts = put_options(&ctx.parts.headers, None)?;
+    let mut opts = put_options(&ctx.parts.headers, None)?;
+    let mode = encryption::write_mode_for(gw, &ctx.parts.headers, ctx.bucket()).await?;
+    let new_key = match &mode {
+        Some(m) => {
+            let nk = encryption::new_key(m, &gw.config.encryption, ctx.bucket(), ctx.key())?;
+            opts.internal = nk.internal.clone();
+            opts.internal
+                .push((encryption::META_MULTIPART.to_owned(), Vec::new()));
+            Some(nk)
+        }
+        None => None,
+    };
     let id = gw
         .layer
         .create_multipart_upload(ctx.bucket(), ctx.key(), &opts)
@@ -79,7 +91,11 @@ where
         .elem("Key", ctx.key())
         .elem("UploadId", &id)
         .close("InitiateMultipartUploadResult");
-    Ok(xml_response(StatusCode::OK, w.finish()))
+    let mut r = xml_response(StatusCode::OK, w.finish());
+    if let Some(nk) = &new_key {
+        encryption::mode_headers(r.headers_mut(), nk);
+    }
+    Ok(r)
 }
 
 pub(super) async fn upload_part<B>(
@@ -99,15 +115,48 @@ where
             .detail("ProposedSize", size.to_string())
             .detail("MaxSizeAllowed", max.to_string()));
     }
+    // An encrypted upload: each part is its own DARE stream under its part
+    // key (the SSE-C key must come with every part).
+    let upload = gw.layer.upload_info(ctx.bucket(), ctx.key(), &id).await?;
+    let cfg = &gw.config.encryption;
+    let client = encryption::client_key(&ctx.parts.headers, encryption::SSEC, cfg)?;
+    let existing = encryption::existing_key(&upload, client.as_ref(), cfg)?;
     let mut reader = body_reader(gw, ctx, (max, "EntityTooLarge"))?;
-    let res = gw
-        .layer
-        .upload_part(ctx.bucket(), ctx.key(), &id, n, &mut reader, Some(size))
-        .await;
+    let res = match &existing {
+        None => {
+            gw.layer
+                .upload_part(ctx.bucket(), ctx.key(), &id, n, &mut reader, Some(size))
+                .await
+        }
+        Some(ex) => {
+            let part_key = sse::key::ObjectKey(ex.key.part_key(n as u32));
+            let mut enc = encryption::EncryptingReader::new(
+                reader,
+                &part_key,
+                object::layer::TrailingMetadata::default(),
+            )?;
+            let r = gw
+                .layer
+                .upload_part_sized(
+                    ctx.bucket(),
+                    ctx.key(),
+                    &id,
+                    n,
+                    &mut enc,
+                    (Some(sse::dare::encrypted_len(size)), Some(size)),
+                )
+                .await;
+            reader = enc.into_inner();
+            r
+        }
+    };
     ctx.bytes_in += reader.raw_len();
     let part = res?;
     let mut r = empty(StatusCode::OK);
     let h = r.headers_mut();
+    if let Some(ex) = &existing {
+        ex.headers(h, client.as_ref());
+    }
     set(h, "etag", &quoted(&part.etag));
     if let Some((alg, value)) = &reader.verified_checksum {
         set(h, alg.header_name(), value);
@@ -150,6 +199,18 @@ where
     let _ = read_small_body(gw, ctx).await?;
     let (sb, sk, sv) = copy_source(ctx.header("x-amz-copy-source").unwrap_or(""))?;
     let info = gw.layer.head_object(&sb, &sk, sv).await?;
+    let upload = gw.layer.upload_info(ctx.bucket(), ctx.key(), &id).await?;
+    let enc = |i: &object::layer::ObjectInfo| {
+        i.internal
+            .keys()
+            .any(|k| k.starts_with("X-Minio-Internal-Server-Side-Encryption-"))
+    };
+    if enc(&info) || enc(&upload) {
+        return Err(S3Error::with_message(
+            "NotImplemented",
+            "UploadPartCopy from or into encrypted objects is not implemented yet.",
+        ));
+    }
     let (offset, len) = match ctx.header("x-amz-copy-source-range") {
         Some(r) => copy_range(r, info.size)?,
         None => (0, info.size),

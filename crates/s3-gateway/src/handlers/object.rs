@@ -160,7 +160,7 @@ where
             .detail("MaxSizeAllowed", max.to_string()));
     }
     let mut opts = put_options(&ctx.parts.headers, Some(size))?;
-    let sse_mode = encryption::write_mode(&ctx.parts.headers, &gw.config.encryption)?;
+    let sse_mode = encryption::write_mode_for(gw, &ctx.parts.headers, ctx.bucket()).await?;
     let mut reader = body_reader(gw, ctx, (max, "EntityTooLarge"))?;
     // The verified checksum is stored with the object (returned in
     // checksum mode), whether it came as a header or as a trailer.
@@ -364,16 +364,11 @@ pub(super) async fn get_object<B>(
     let existing = encryption::existing_key(&stored, client_key.as_ref(), &gw.config.encryption)?;
     let mut info = stored.clone();
     if let Some(ex) = &existing {
-        if stored.parts.len() > 1 {
-            return Err(S3Error::with_message(
-                "NotImplemented",
-                "Reading encrypted multipart objects is not implemented yet.",
-            ));
-        }
         info.etag = ex.etag(&stored.etag);
         info.size = encryption::plain_size(&stored)?;
-        for p in &mut info.parts {
-            p.size = info.size;
+        let segs = ex.segments(&stored)?;
+        for (p, seg) in info.parts.iter_mut().zip(&segs) {
+            p.size = seg.plain_len;
         }
     }
     check_conditions(&ctx.parts.headers, &info, "")?;
@@ -453,39 +448,28 @@ pub(super) async fn get_object<B>(
             },
         };
         let request_id = ctx.request_id.clone();
-        let decrypt = existing.as_ref().map(|ex| ex.key.0);
-        let plain_size = info.size;
+        let segments = match &existing {
+            Some(ex) => Some(ex.segments(&stored)?),
+            None => None,
+        };
         tokio::spawn(async move {
-            let result = match decrypt {
+            let result = match segments {
                 None => layer
                     .get_object(&bucket, &key, &opts, &mut writer)
                     .await
                     .map(|_| ())
                     .map_err(|e| (matches!(e, object::layer::Error::Output(_)), e.to_string())),
-                Some(k) => {
-                    let (first, crange, skip) = sse::dare::package_range(offset, len, plain_size);
-                    let copts = GetOptions {
-                        version_id: opts.version_id,
-                        range: Some(Range::From {
-                            offset: crange.start,
-                            length: Some(crange.end - crange.start),
-                        }),
-                    };
-                    let (rd, mut wr) = tokio::io::duplex(256 << 10);
-                    let read = async {
-                        let r = layer.get_object(&bucket, &key, &copts, &mut wr).await;
-                        drop(wr);
-                        r
-                    };
-                    let dec = encryption::decrypt_stream(&k, first, rd, skip, len, &mut writer);
-                    let (r, d) = tokio::join!(read, dec);
-                    match (r, d) {
-                        (Err(e), _) => {
-                            Err((matches!(e, object::layer::Error::Output(_)), e.to_string()))
-                        }
-                        (Ok(_), Err(e)) => Err((false, e)),
-                        (Ok(_), Ok(())) => Ok(()),
-                    }
+                Some(segs) => {
+                    encryption::read_plain(
+                        &layer,
+                        &bucket,
+                        &key,
+                        opts.version_id,
+                        &segs,
+                        (offset, len),
+                        &mut writer,
+                    )
+                    .await
                 }
             };
             if let Err((client_gone, e)) = result {
@@ -676,26 +660,25 @@ fn plain_source(
         version_id: version,
         range: None,
     };
-    let decrypt = enc.map(|e| e.key.0);
+    let segments = enc.map(|e| e.segments(stored));
     let plain_len = encryption::plain_size(stored).unwrap_or(0);
     let task = tokio::spawn(async move {
-        match decrypt {
+        match segments {
             None => {
                 layer.get_object(&bucket, &key, &opts, &mut wr).await?;
                 Ok(())
             }
-            Some(k) => {
-                let (crd, mut cwr) = tokio::io::duplex(256 << 10);
-                let read = async {
-                    let r = layer.get_object(&bucket, &key, &opts, &mut cwr).await;
-                    drop(cwr);
-                    r
-                };
-                let dec = encryption::decrypt_stream(&k, 0, crd, 0, plain_len, &mut wr);
-                let (r, d) = tokio::join!(read, dec);
-                r?;
-                d.map_err(S3Error::internal)
-            }
+            Some(segs) => encryption::read_plain(
+                &layer,
+                &bucket,
+                &key,
+                opts.version_id,
+                &segs?,
+                (0, plain_len),
+                &mut wr,
+            )
+            .await
+            .map_err(|(_, e)| S3Error::internal(e)),
         }
     });
     (rd, task)
@@ -760,15 +743,9 @@ where
     let cfg = &gw.config.encryption;
     let src_client = encryption::client_key(&ctx.parts.headers, encryption::SSEC_COPY, cfg)?;
     let src_enc = encryption::existing_key(&stored, src_client.as_ref(), cfg)?;
-    let dst_mode = encryption::write_mode(&ctx.parts.headers, cfg)?;
+    let dst_mode = encryption::write_mode_for(gw, &ctx.parts.headers, ctx.bucket()).await?;
     let mut info = stored.clone();
     if let Some(ex) = &src_enc {
-        if stored.parts.len() > 1 {
-            return Err(S3Error::with_message(
-                "NotImplemented",
-                "Copying encrypted multipart objects is not implemented yet.",
-            ));
-        }
         info.etag = ex.etag(&stored.etag);
         info.size = encryption::plain_size(&stored)?;
     }
