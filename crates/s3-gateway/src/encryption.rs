@@ -717,9 +717,7 @@ pub(crate) async fn write_mode_for(
 /// decrypts them.
 pub(crate) async fn read_plain<W: AsyncWrite + Unpin>(
     layer: &object::layer::ObjectLayer,
-    bucket: &str,
-    key: &str,
-    version: Option<object::layer::VersionSel>,
+    opened: &object::layer::OpenObject,
     segments: &[Segment],
     (offset, len): (u64, u64),
     out: &mut W,
@@ -733,16 +731,16 @@ pub(crate) async fn read_plain<W: AsyncWrite + Unpin>(
         let local = offset.max(s0) - s0;
         let local_len = end.min(s1) - s0 - local;
         let (first, crange, skip) = dare::package_range(local, local_len, seg.plain_len);
-        let opts = object::layer::GetOptions {
-            version_id: version,
-            range: Some(object::layer::Range::From {
-                offset: seg.cipher_offset + crange.start,
-                length: Some(crange.end - crange.start),
-            }),
-        };
         let (rd, mut wr) = tokio::io::duplex(256 << 10);
         let read = async {
-            let r = layer.get_object(bucket, key, &opts, &mut wr).await;
+            let r = layer
+                .read_object(
+                    opened,
+                    seg.cipher_offset + crange.start,
+                    crange.end - crange.start,
+                    &mut wr,
+                )
+                .await;
             drop(wr);
             r
         };

@@ -238,7 +238,26 @@ impl Gateway {
         let head = ctx.parts.method == Method::HEAD;
         let mut resp = match self.serve(&mut ctx).await {
             Ok(r) => r,
-            Err(e) => error_response(&e, &ctx.resource(), &ctx.request_id, head),
+            Err(e) => {
+                let mut r = error_response(&e, &ctx.resource(), &ctx.request_id, head);
+                // A refused request may leave its body unread on the
+                // connection: an HTTP/1 client must not reuse it.
+                let has_body = ctx
+                    .parts
+                    .headers
+                    .get(http::header::CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.trim() != "0")
+                    || ctx
+                        .parts
+                        .headers
+                        .contains_key(http::header::TRANSFER_ENCODING);
+                if has_body && ctx.parts.version < http::Version::HTTP_2 {
+                    r.headers_mut()
+                        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                r
+            }
         };
         let h = resp.headers_mut();
         if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {

@@ -98,6 +98,30 @@ struct Pool {
     algo: DistributionAlgo,
 }
 
+/// One version of an object opened for reading ([`ObjectLayer::open_object`]):
+/// its metadata, and the object's read lock, held until this is dropped.
+pub struct OpenObject {
+    info: ObjectInfo,
+    resolved: set::Resolved,
+    pool: usize,
+    _guard: lock::LockGuard,
+}
+
+impl OpenObject {
+    /// The version opened.
+    pub fn info(&self) -> &ObjectInfo {
+        &self.info
+    }
+}
+
+impl std::fmt::Debug for OpenObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenObject")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Bucket configuration documents read so far: (bucket, kind) -> document.
 type ConfigCache = HashMap<(String, BucketConfig), Option<Vec<u8>>>;
 
@@ -881,6 +905,71 @@ impl ObjectLayer {
             });
         }
         Ok(res)
+    }
+
+    /// Opens one version of an object for reading: its metadata is read
+    /// once, under the object's read lock, which the returned handle holds
+    /// until it is dropped; every read through the handle serves that same
+    /// version, whatever writers commit meanwhile (they wait for the lock).
+    pub async fn open_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+    ) -> Result<OpenObject> {
+        names::check_key(key)?;
+        self.check_bucket_exists(bucket).await?;
+        let guard = self
+            .locker
+            .read(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
+            .await?;
+        let pool = self.pool_for_read(bucket, key, version).await?;
+        let (info, resolved) = self.set_in(pool, key).open(bucket, key, version).await?;
+        Ok(OpenObject {
+            info,
+            resolved,
+            pool,
+            _guard: guard,
+        })
+    }
+
+    /// Reads `offset..offset + length` of an opened version into `out`;
+    /// damaged drives it met are queued for healing.
+    pub async fn read_object<W: AsyncWrite + Unpin + Send>(
+        &self,
+        object: &OpenObject,
+        offset: u64,
+        length: u64,
+        out: &mut W,
+    ) -> Result<()> {
+        let info = &object.info;
+        if offset.checked_add(length).is_none_or(|end| end > info.size) {
+            return Err(Error::InvalidRange {
+                offset,
+                length,
+                size: info.size,
+            });
+        }
+        let report = self
+            .set_in(object.pool, &info.key)
+            .read_resolved(
+                &info.bucket,
+                &info.key,
+                &object.resolved,
+                offset,
+                length,
+                out,
+            )
+            .await?;
+        if !report.bad_drives.is_empty() {
+            let _ = self.heal_tx.try_send(HealRequest {
+                bucket: info.bucket.clone(),
+                key: info.key.clone(),
+                version: Some(info.version_id.map_or(VersionSel::Null, VersionSel::Id)),
+                bad_drives: report.bad_drives,
+            });
+        }
+        Ok(())
     }
 
     /// Objects waiting in the heal queue.

@@ -852,21 +852,7 @@ impl ErasureSet {
         opts: &GetOptions,
         out: &mut W,
     ) -> Result<(ObjectInfo, ReadReport)> {
-        let dir = object_dir(key);
-        let metas = self.read_metas(bucket, &dir).await;
-        let r = self.resolve(bucket, key, metas, opts.version_id)?;
-        let info = object_info(bucket, key, &r.version, r.is_latest);
-        if info.delete_marker {
-            return Err(if opts.version_id.is_none() {
-                Error::NoSuchKey {
-                    bucket: bucket.into(),
-                    key: key.into(),
-                    delete_marker: true,
-                }
-            } else {
-                Error::MethodNotAllowed
-            });
-        }
+        let (info, r) = self.open(bucket, key, opts.version_id).await?;
         let (offset, length) = match opts.range {
             None => (0, info.size),
             Some(range) => range.resolve(info.size).ok_or(Error::InvalidRange {
@@ -878,6 +864,49 @@ impl ErasureSet {
                 size: info.size,
             })?,
         };
+        let report = self
+            .read_resolved(bucket, key, &r, offset, length, out)
+            .await?;
+        Ok((info, report))
+    }
+
+    /// Resolves the version a read quorum agrees on, for reading it
+    /// ([`read_resolved`](Self::read_resolved)) one or more times.
+    pub(crate) async fn open(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+    ) -> Result<(ObjectInfo, Resolved)> {
+        let dir = object_dir(key);
+        let metas = self.read_metas(bucket, &dir).await;
+        let r = self.resolve(bucket, key, metas, version)?;
+        let info = object_info(bucket, key, &r.version, r.is_latest);
+        if info.delete_marker {
+            return Err(if version.is_none() {
+                Error::NoSuchKey {
+                    bucket: bucket.into(),
+                    key: key.into(),
+                    delete_marker: true,
+                }
+            } else {
+                Error::MethodNotAllowed
+            });
+        }
+        Ok((info, r))
+    }
+
+    /// Reads `offset..offset + length` of a resolved version into `out`.
+    pub(crate) async fn read_resolved<W: AsyncWrite + Unpin + Send>(
+        &self,
+        bucket: &str,
+        key: &str,
+        r: &Resolved,
+        offset: u64,
+        length: u64,
+        out: &mut W,
+    ) -> Result<ReadReport> {
+        let dir = object_dir(key);
         let mut report = ReadReport::default();
         for (d, a) in r.agree.iter().enumerate() {
             if a.is_none() {
@@ -885,13 +914,13 @@ impl ErasureSet {
             }
         }
         if length > 0 {
-            self.read_range(bucket, key, &dir, &r, offset, length, out, &mut report)
+            self.read_range(bucket, key, &dir, r, offset, length, out, &mut report)
                 .await?;
         }
         out.flush().await.map_err(Error::Output)?;
         report.bad_drives.sort_unstable();
         report.bad_drives.dedup();
-        Ok((info, report))
+        Ok(report)
     }
 
     #[allow(clippy::too_many_arguments)]

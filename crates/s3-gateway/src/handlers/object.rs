@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
-use object::layer::{GetOptions, ObjectInfo, PutOptions, Range, VersionSel};
+use object::layer::{ObjectInfo, PutOptions, Range, VersionSel};
 
 use super::{body_reader, empty, read_small_body, read_xml, xml_response};
 use crate::body::ResponseBody;
@@ -354,10 +354,13 @@ pub(super) async fn get_object<B>(
     head: bool,
 ) -> Result<Response<ResponseBody>, S3Error> {
     let version = version_param(ctx)?;
-    let stored = gw
+    // The version is resolved once, under the object's read lock, which the
+    // body's task keeps until the last byte: head and body are one version.
+    let opened = gw
         .layer
-        .head_object(ctx.bucket(), ctx.key(), version)
+        .open_object(ctx.bucket(), ctx.key(), version)
         .await?;
+    let stored = opened.info().clone();
     // An encrypted object is seen as its plaintext: size, ETag.
     let client_key =
         encryption::client_key(&ctx.parts.headers, encryption::SSEC, &gw.config.encryption)?;
@@ -432,21 +435,7 @@ pub(super) async fn get_object<B>(
     } else {
         let (body, mut writer) = ResponseBody::channel(len);
         let layer = gw.layer.clone();
-        let bucket = ctx.bucket().to_owned();
-        let key = ctx.key().to_owned();
-        let opts = GetOptions {
-            version_id: Some(
-                version.unwrap_or(info.version_id.map_or(VersionSel::Null, VersionSel::Id)),
-            ),
-            range: if status == StatusCode::PARTIAL_CONTENT {
-                Some(Range::From {
-                    offset,
-                    length: Some(len),
-                })
-            } else {
-                None
-            },
-        };
+        let (bucket, key) = (ctx.bucket().to_owned(), ctx.key().to_owned());
         let request_id = ctx.request_id.clone();
         let segments = match &existing {
             Some(ex) => Some(ex.segments(&stored)?),
@@ -455,21 +444,11 @@ pub(super) async fn get_object<B>(
         tokio::spawn(async move {
             let result = match segments {
                 None => layer
-                    .get_object(&bucket, &key, &opts, &mut writer)
+                    .read_object(&opened, offset, len, &mut writer)
                     .await
-                    .map(|_| ())
                     .map_err(|e| (matches!(e, object::layer::Error::Output(_)), e.to_string())),
                 Some(segs) => {
-                    encryption::read_plain(
-                        &layer,
-                        &bucket,
-                        &key,
-                        opts.version_id,
-                        &segs,
-                        (offset, len),
-                        &mut writer,
-                    )
-                    .await
+                    encryption::read_plain(&layer, &opened, &segs, (offset, len), &mut writer).await
                 }
             };
             if let Err((client_gone, e)) = result {
@@ -656,29 +635,19 @@ fn plain_source(
     let (rd, mut wr) = tokio::io::duplex(1 << 20);
     let layer = gw.layer.clone();
     let (bucket, key) = (bucket.to_owned(), key.to_owned());
-    let opts = GetOptions {
-        version_id: version,
-        range: None,
-    };
     let segments = enc.map(|e| e.segments(stored));
     let plain_len = encryption::plain_size(stored).unwrap_or(0);
     let task = tokio::spawn(async move {
+        let opened = layer.open_object(&bucket, &key, version).await?;
         match segments {
             None => {
-                layer.get_object(&bucket, &key, &opts, &mut wr).await?;
+                let size = opened.info().size;
+                layer.read_object(&opened, 0, size, &mut wr).await?;
                 Ok(())
             }
-            Some(segs) => encryption::read_plain(
-                &layer,
-                &bucket,
-                &key,
-                opts.version_id,
-                &segs?,
-                (0, plain_len),
-                &mut wr,
-            )
-            .await
-            .map_err(|(_, e)| S3Error::internal(e)),
+            Some(segs) => encryption::read_plain(&layer, &opened, &segs?, (0, plain_len), &mut wr)
+                .await
+                .map_err(|(_, e)| S3Error::internal(e)),
         }
     });
     (rd, task)
