@@ -85,6 +85,29 @@ pub const PROMETHEUS_AUTH_TYPE: EnvVar = EnvVar {
     help: "jwt (default: bearer token from `tessera prometheus-token` or \
            `mc admin prometheus generate`) or public",
 };
+pub const KMS_SECRET_KEY: EnvVar = EnvVar {
+    name: "TESSERA_KMS_SECRET_KEY",
+    aliases: &["MINIO_KMS_SECRET_KEY"],
+    help: "static KMS master key NAME:BASE64-OF-32-BYTES for SSE-S3 and SSE-KMS (MinIO's format: \
+           the same key reads MinIO's encrypted objects); unset: those modes are refused",
+};
+pub const KMS_SECRET_KEY_FILE: EnvVar = EnvVar {
+    name: "TESSERA_KMS_SECRET_KEY_FILE",
+    aliases: &["MINIO_KMS_SECRET_KEY_FILE"],
+    help: "file holding the static KMS master key, as TESSERA_KMS_SECRET_KEY",
+};
+pub const KMS_AUTO_ENCRYPTION: EnvVar = EnvVar {
+    name: "TESSERA_KMS_AUTO_ENCRYPTION",
+    aliases: &["MINIO_KMS_AUTO_ENCRYPTION"],
+    help: "on: encrypt every new object with SSE-S3 when the request asks for no encryption; \
+           default off",
+};
+pub const INSECURE_SSE_C: EnvVar = EnvVar {
+    name: "TESSERA_INSECURE_SSE_C",
+    aliases: &[],
+    help: "on: accept SSE-C keys over plain HTTP (for tests only: the key crosses the wire in \
+           clear); default off, SSE-C needs HTTPS",
+};
 pub const LOG: EnvVar = EnvVar {
     name: "TESSERA_LOG",
     aliases: &[],
@@ -142,6 +165,10 @@ pub const ENV_VARS: &[EnvVar] = &[
     DOMAIN,
     REGION,
     PROMETHEUS_AUTH_TYPE,
+    KMS_SECRET_KEY,
+    KMS_SECRET_KEY_FILE,
+    KMS_AUTO_ENCRYPTION,
+    INSECURE_SSE_C,
     LOG,
     LOG_FORMAT,
     SHUTDOWN_TIMEOUT,

@@ -227,6 +227,10 @@ pub struct ServerConfig {
     pub certs_dir_explicit: bool,
     pub log: LogConfig,
     pub prometheus_public: bool,
+    /// The static KMS key (`NAME:BASE64`), if configured.
+    pub kms: Option<std::sync::Arc<dyn sse::kms::Kms>>,
+    pub auto_encryption: bool,
+    pub insecure_sse_c: bool,
     pub scanner: ScanOptions,
     pub shutdown_timeout: Duration,
     pub read_header_timeout: Duration,
@@ -729,6 +733,45 @@ impl ServerConfig {
             },
         };
 
+        let kms_text = match env.get(&cli::KMS_SECRET_KEY) {
+            Some((v, name)) => Some((v, name)),
+            None => match env.get(&cli::KMS_SECRET_KEY_FILE) {
+                Some((path, name)) => Some((
+                    std::fs::read_to_string(path.trim())
+                        .map_err(|e| ConfigError(format!("{name}='{path}': {e}")))?
+                        .trim()
+                        .to_owned(),
+                    name,
+                )),
+                None => None,
+            },
+        };
+        let kms = match kms_text {
+            None => None,
+            Some((v, name)) => Some(std::sync::Arc::new(
+                sse::kms::StaticKms::parse(v.trim()).map_err(|e| {
+                    ConfigError(format!("{name}: {e} (expected NAME:BASE64-OF-32-BYTES)"))
+                })?,
+            ) as std::sync::Arc<dyn sse::kms::Kms>),
+        };
+        let on_off = |var: &cli::EnvVar| -> Result<bool, ConfigError> {
+            match env.get(var) {
+                None => Ok(false),
+                Some((v, name)) => match v.trim().to_ascii_lowercase().as_str() {
+                    "on" | "true" | "1" | "yes" => Ok(true),
+                    "off" | "false" | "0" | "no" | "" => Ok(false),
+                    _ => Err(ConfigError(format!("{name}='{v}': expected on or off"))),
+                },
+            }
+        };
+        let auto_encryption = on_off(&cli::KMS_AUTO_ENCRYPTION)?;
+        if auto_encryption && kms.is_none() {
+            return err(
+                "TESSERA_KMS_AUTO_ENCRYPTION is on, but no KMS key is configured (TESSERA_KMS_SECRET_KEY)",
+            );
+        }
+        let insecure_sse_c = on_off(&cli::INSECURE_SSE_C)?;
+
         let rate = match env.get(&cli::SCANNER_RATE) {
             None => Some(100),
             Some((v, name)) => match v.trim().parse::<u32>() {
@@ -761,6 +804,9 @@ impl ServerConfig {
             certs_dir_explicit,
             log,
             prometheus_public,
+            kms,
+            auto_encryption,
+            insecure_sse_c,
             scanner: ScanOptions {
                 versions_per_sec: rate,
                 interval,

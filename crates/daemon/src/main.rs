@@ -168,6 +168,12 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
                 cfg.credentials.password.clone(),
             )],
             domains: cfg.domains.clone(),
+            encryption: s3_gateway::EncryptionConfig {
+                kms: cfg.kms.clone(),
+                auto_encryption: cfg.auto_encryption,
+                tls: tls.is_some(),
+                insecure_sse_c: cfg.insecure_sse_c,
+            },
             ..GatewayConfig::default()
         },
     )

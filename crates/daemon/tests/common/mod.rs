@@ -28,14 +28,19 @@ pub struct Server {
 impl Server {
     /// A server over `drives` fresh directories.
     pub fn start(drives: usize) -> Server {
+        Server::start_with_env(drives, &[])
+    }
+
+    /// A server with extra environment variables.
+    pub fn start_with_env(drives: usize, vars: &[(&str, &str)]) -> Server {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dirs: Vec<PathBuf> = (1..=drives)
             .map(|i| tmp.path().join(format!("d{i}")))
             .collect();
-        Server::start_on(tmp, dirs)
+        Server::start_on(tmp, dirs, vars)
     }
 
-    fn start_on(tmp: tempfile::TempDir, dirs: Vec<PathBuf>) -> Server {
+    fn start_on(tmp: tempfile::TempDir, dirs: Vec<PathBuf>, vars: &[(&str, &str)]) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
         cmd.arg("server").arg("--address").arg("127.0.0.1:0");
         for d in &dirs {
@@ -48,6 +53,9 @@ impl Server {
             .env("TESSERA_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
         let mut child = cmd.spawn().expect("start tessera");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = std::sync::mpsc::channel();
