@@ -1563,3 +1563,107 @@ async fn server_side_encryption_configured_by_environment() {
         .unwrap_err();
     assert_eq!(code(&e), "InvalidRequest");
 }
+
+/// The same client over HTTPS (a generated certificate in a MinIO-style
+/// certs directory): buckets, a multipart upload, ranges, listing, and
+/// SSE-C, which needs TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_https() {
+    let (srv, ca) = Server::start_tls(4);
+    assert!(srv.endpoint.starts_with("https://"), "{}", srv.endpoint);
+    let c = srv.client_tls(&ca);
+    c.create_bucket().bucket("tls").send().await.unwrap();
+    let d = data(6 << 20, 77);
+    let up = c
+        .create_multipart_upload()
+        .bucket("tls")
+        .key("big")
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap().to_owned();
+    let mut parts = Vec::new();
+    for (n, chunk) in d.chunks(5 << 20).enumerate() {
+        let out = c
+            .upload_part()
+            .bucket("tls")
+            .key("big")
+            .upload_id(&id)
+            .part_number(n as i32 + 1)
+            .body(ByteStream::from(chunk.to_vec()))
+            .send()
+            .await
+            .unwrap();
+        parts.push(
+            CompletedPart::builder()
+                .part_number(n as i32 + 1)
+                .e_tag(out.e_tag().unwrap())
+                .build(),
+        );
+    }
+    c.complete_multipart_upload()
+        .bucket("tls")
+        .key("big")
+        .upload_id(&id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(parts))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        body(
+            c.get_object()
+                .bucket("tls")
+                .key("big")
+                .send()
+                .await
+                .unwrap()
+        )
+        .await
+            == d
+    );
+    let r = c
+        .get_object()
+        .bucket("tls")
+        .key("big")
+        .range("bytes=5242870-5242889")
+        .send()
+        .await
+        .unwrap();
+    assert!(body(r).await == d[5_242_870..5_242_890]);
+    let listed = c.list_objects_v2().bucket("tls").send().await.unwrap();
+    assert_eq!(listed.key_count(), Some(1));
+    // SSE-C is accepted over TLS without any switch.
+    let key = common::base64(&[4u8; 32]);
+    let key_md5 = {
+        use md5::Digest as _;
+        common::base64(&md5::Md5::digest([4u8; 32]))
+    };
+    c.put_object()
+        .bucket("tls")
+        .key("ssec")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&key)
+        .sse_customer_key_md5(&key_md5)
+        .body(ByteStream::from_static(b"over tls"))
+        .send()
+        .await
+        .unwrap();
+    let got = c
+        .get_object()
+        .bucket("tls")
+        .key("ssec")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&key)
+        .sse_customer_key_md5(&key_md5)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(body(got).await, b"over tls");
+    // A client that does not trust the certificate is refused by TLS.
+    let untrusting = srv.client();
+    assert!(untrusting.list_buckets().send().await.is_err());
+}

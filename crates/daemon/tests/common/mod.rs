@@ -40,9 +40,42 @@ impl Server {
         Server::start_on(tmp, dirs, vars)
     }
 
+    /// A server over HTTPS with a fresh self-signed certificate for
+    /// `127.0.0.1` and `localhost`; also returns the certificate (PEM) to
+    /// trust.
+    pub fn start_tls(drives: usize) -> (Server, String) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let certs = tmp.path().join("certs");
+        std::fs::create_dir_all(&certs).unwrap();
+        let ck = rcgen::generate_simple_self_signed(vec![
+            "127.0.0.1".to_owned(),
+            "localhost".to_owned(),
+        ])
+        .unwrap();
+        let pem = ck.cert.pem();
+        std::fs::write(certs.join("public.crt"), &pem).unwrap();
+        std::fs::write(certs.join("private.key"), ck.signing_key.serialize_pem()).unwrap();
+        let dirs: Vec<PathBuf> = (1..=drives)
+            .map(|i| tmp.path().join(format!("d{i}")))
+            .collect();
+        let certs = certs.to_string_lossy().into_owned();
+        let srv = Server::start_args(tmp, dirs, &[], &["--certs-dir", &certs]);
+        (srv, pem)
+    }
+
     fn start_on(tmp: tempfile::TempDir, dirs: Vec<PathBuf>, vars: &[(&str, &str)]) -> Server {
+        Server::start_args(tmp, dirs, vars, &[])
+    }
+
+    fn start_args(
+        tmp: tempfile::TempDir,
+        dirs: Vec<PathBuf>,
+        vars: &[(&str, &str)],
+        args: &[&str],
+    ) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
         cmd.arg("server").arg("--address").arg("127.0.0.1:0");
+        cmd.args(args);
         for d in &dirs {
             cmd.arg(d);
         }
@@ -78,6 +111,7 @@ impl Server {
             .recv_timeout(Duration::from_secs(60))
             .expect("tessera printed its API endpoint");
         let addr = endpoint
+            .trim_start_matches("https://")
             .trim_start_matches("http://")
             .trim_end_matches('/')
             .to_owned();
@@ -98,19 +132,38 @@ impl Server {
 
     /// A client signing with other credentials.
     pub fn client_with(&self, access: &str, secret: &str) -> Client {
+        self.client_trusting(access, secret, None)
+    }
+
+    /// A client that trusts only `ca` (PEM), for HTTPS servers.
+    pub fn client_tls(&self, ca: &str) -> Client {
+        self.client_trusting(ACCESS_KEY, SECRET_KEY, Some(ca))
+    }
+
+    fn client_trusting(&self, access: &str, secret: &str, ca: Option<&str>) -> Client {
+        use aws_smithy_http_client::tls::{TlsContext, TrustStore};
+        let mut http = aws_smithy_http_client::Builder::new().tls_provider(
+            aws_smithy_http_client::tls::Provider::Rustls(
+                aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+            ),
+        );
+        if let Some(pem) = ca {
+            http = http.tls_context(
+                TlsContext::builder()
+                    .with_trust_store(
+                        TrustStore::empty().with_pem_certificate(pem.as_bytes().to_vec()),
+                    )
+                    .build()
+                    .unwrap(),
+            );
+        }
         let conf = aws_sdk_s3::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))
             .endpoint_url(&self.endpoint)
             .force_path_style(true)
             .credentials_provider(Credentials::new(access, secret, None, None, "test"))
-            .http_client(
-                aws_smithy_http_client::Builder::new()
-                    .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
-                        aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
-                    ))
-                    .build_https(),
-            )
+            .http_client(http.build_https())
             .build();
         Client::from_conf(conf)
     }
