@@ -1,0 +1,885 @@
+//! The side-by-side harness: starts Tessera and MinIO on loopback over
+//! identical fresh directories, runs the standard suite in compare mode,
+//! measures each server's CPU and peak memory per phase, and prints (and
+//! optionally writes to docs/benchmarks.md) one markdown table per layout.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::{Endpoint, Pool};
+use crate::compare::{CompareResult, Metric, Side, compare, format_round};
+use crate::s3::{S3, Sse};
+use crate::sign::Signer;
+use crate::units::fmt_size;
+use crate::workload::{RunConfig, Workload, default_objects};
+
+const USER: &str = "benchadmin";
+const PASSWORD: &str = "benchadmin-secret";
+/// How long a server may take to start.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The three sizes of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Both layouts, the whole suite (under 15 minutes here).
+    Full,
+    /// 4 drives, a subset, short rounds (under 3 minutes).
+    Quick,
+    /// The quickest form, for CI: proves the harness works, measures
+    /// nothing worth quoting.
+    Smoke,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Full => "full",
+            Profile::Quick => "quick",
+            Profile::Smoke => "smoke",
+        }
+    }
+}
+
+/// One phase of the suite.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    #[serde(skip)]
+    pub workload: Option<Workload>,
+    pub size: u64,
+    pub concurrent: usize,
+    /// put/multipart: objects per round (else timed); list: keys.
+    pub objects: Option<u64>,
+    pub part_size: u64,
+    pub cleanup: bool,
+}
+
+fn phase(workload: Workload, size: u64, concurrent: usize) -> Phase {
+    let verb = match workload {
+        Workload::Put => "PUT",
+        Workload::Get => "GET",
+        _ => "?",
+    };
+    Phase {
+        name: format!("{verb} {} c={concurrent}", fmt_size(size)),
+        workload: Some(workload),
+        size,
+        concurrent,
+        objects: None,
+        part_size: 16 << 20,
+        // Large objects are deleted after each round to bound disk use.
+        cleanup: size >= 1 << 20,
+    }
+}
+
+fn list_phase(keys: u64) -> Phase {
+    Phase {
+        name: format!("LIST {keys} keys (ListObjectsV2, 1000/page) c=1"),
+        workload: Some(Workload::List),
+        size: 1024,
+        concurrent: 1,
+        objects: Some(keys),
+        part_size: 16 << 20,
+        cleanup: false,
+    }
+}
+
+fn multipart_phase(size: u64, part: u64) -> Phase {
+    Phase {
+        name: format!(
+            "MULTIPART {} ({} parts, 4 in flight) c=1",
+            fmt_size(size),
+            fmt_size(part)
+        ),
+        workload: Some(Workload::Multipart),
+        size,
+        concurrent: 1,
+        objects: Some(1),
+        part_size: part,
+        cleanup: true,
+    }
+}
+
+/// The phases of a profile.
+pub fn suite(profile: Profile) -> Vec<Phase> {
+    use Workload::{Get, Put};
+    match profile {
+        Profile::Full => {
+            let mut v = Vec::new();
+            for size in [1u64 << 20, 16 << 20, 64 << 20] {
+                for c in [4, 16] {
+                    v.push(phase(Put, size, c));
+                    v.push(phase(Get, size, c));
+                }
+            }
+            v.push(phase(Put, 4 << 10, 32));
+            v.push(phase(Get, 4 << 10, 32));
+            v.push(list_phase(10_000));
+            v.push(multipart_phase(256 << 20, 16 << 20));
+            v
+        }
+        Profile::Quick => vec![
+            phase(Put, 1 << 20, 4),
+            phase(Get, 1 << 20, 4),
+            phase(Put, 16 << 20, 4),
+            phase(Get, 16 << 20, 4),
+            phase(Put, 4 << 10, 32),
+            phase(Get, 4 << 10, 32),
+            list_phase(1000),
+            multipart_phase(64 << 20, 16 << 20),
+        ],
+        Profile::Smoke => vec![
+            phase(Put, 1 << 20, 2),
+            phase(Get, 1 << 20, 2),
+            phase(Put, 4 << 10, 4),
+            phase(Get, 4 << 10, 4),
+            list_phase(50),
+            multipart_phase(12 << 20, 5 << 20),
+        ],
+    }
+}
+
+/// Rounds and seconds per run of a profile, per layout (drives).
+fn timing(profile: Profile, drives: usize) -> (usize, Duration) {
+    match (profile, drives) {
+        (Profile::Full, 4) => (5, Duration::from_millis(2500)),
+        (Profile::Full, _) => (3, Duration::from_secs(2)),
+        (Profile::Quick, _) => (3, Duration::from_secs(1)),
+        (Profile::Smoke, _) => (2, Duration::from_millis(500)),
+    }
+}
+
+fn layouts(profile: Profile) -> Vec<usize> {
+    match profile {
+        Profile::Full => vec![4, 8],
+        Profile::Quick | Profile::Smoke => vec![4],
+    }
+}
+
+/// Options of `tessera-bench harness`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub profile: Profile,
+    pub tessera: PathBuf,
+    /// `None`: Tessera alone (no ratios).
+    pub minio: Option<PathBuf>,
+    pub rounds: Option<usize>,
+    pub time: Option<Duration>,
+    pub only: Vec<String>,
+    pub drives: Option<Vec<usize>>,
+    pub workdir: Option<PathBuf>,
+    pub keep: bool,
+    pub progress: bool,
+    pub command_line: String,
+}
+
+/// The workspace this binary was built from.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The cargo target directory (`CARGO_TARGET_DIR` or `<workspace>/target`).
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if !d.is_empty() => {
+            let p = PathBuf::from(d);
+            if p.is_absolute() {
+                p
+            } else {
+                workspace_root().join(p)
+            }
+        }
+        _ => workspace_root().join("target"),
+    }
+}
+
+/// A started server.
+pub struct Server {
+    pub name: &'static str,
+    child: Child,
+    pub endpoint: String,
+    pub log: PathBuf,
+}
+
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, then SIGKILL after 15 s.
+    pub fn stop(mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
+    l.local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+fn make_drives(root: &Path, n: usize) -> Result<Vec<PathBuf>, String> {
+    let mut v = Vec::new();
+    for i in 1..=n {
+        let d = root.join(format!("d{i}"));
+        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        v.push(d);
+    }
+    Ok(v)
+}
+
+/// A plain GET answering 200?
+fn http_ok(addr: &str, path: &str) -> bool {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    let mut got = Vec::new();
+    while got.len() < 12 {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    got.starts_with(b"HTTP/1.1 200") || got.starts_with(b"HTTP/1.0 200")
+}
+
+fn wait_ready(server: &mut Server, addr: &str) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(Some(st)) = server.child.try_wait() {
+            return Err(format!(
+                "{} exited during start-up ({st}); see {}",
+                server.name,
+                server.log.display()
+            ));
+        }
+        if http_ok(addr, "/minio/health/ready") {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{} not ready after {:?}; see {}",
+                server.name,
+                START_TIMEOUT,
+                server.log.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn base_env(cmd: &mut Command, home: &Path) {
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home);
+}
+
+/// Starts `tessera server` and waits for its `API:` line and readiness.
+pub fn start_tessera(bin: &Path, root: &Path, drives: usize) -> Result<Server, String> {
+    let dirs = make_drives(&root.join("drives"), drives)?;
+    let port = free_port()?;
+    let log = root.join("tessera.log");
+    let mut cmd = Command::new(bin);
+    base_env(&mut cmd, root);
+    cmd.env("TESSERA_ROOT_USER", USER)
+        .env("TESSERA_ROOT_PASSWORD", PASSWORD)
+        .env("TESSERA_LOG", "warn");
+    if drives == 4 {
+        cmd.env("TESSERA_STORAGE_CLASS_STANDARD", "EC:2");
+    }
+    cmd.arg("server")
+        .arg("--address")
+        .arg(format!("127.0.0.1:{port}"))
+        .args(&dirs)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let logfile = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let logfile = Arc::new(std::sync::Mutex::new(logfile));
+    if let Some(out) = child.stdout.take() {
+        let lf = logfile.clone();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if !sent && let Some(i) = line.find("API: ") {
+                    let url = line[i + 5..]
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .to_owned();
+                    let _ = tx.send(url);
+                    sent = true;
+                }
+                if let Ok(mut f) = lf.lock() {
+                    let _ = writeln!(f, "{line}");
+                }
+            }
+        });
+    }
+    if let Some(err) = child.stderr.take() {
+        let lf = logfile.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(mut f) = lf.lock() {
+                    let _ = writeln!(f, "{line}");
+                }
+            }
+        });
+    }
+    let mut server = Server {
+        name: "tessera",
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+        log,
+    };
+    match rx.recv_timeout(START_TIMEOUT) {
+        Ok(url) if !url.is_empty() => server.endpoint = url.trim_end_matches('/').to_owned(),
+        _ => {
+            return Err(format!(
+                "tessera printed no `API:` line within {:?}; see {}",
+                START_TIMEOUT,
+                server.log.display()
+            ));
+        }
+    }
+    wait_ready(&mut server, &format!("127.0.0.1:{port}"))?;
+    Ok(server)
+}
+
+/// Starts `minio server` and waits for /minio/health/ready.
+pub fn start_minio(bin: &Path, root: &Path, drives: usize) -> Result<Server, String> {
+    let dirs = make_drives(&root.join("drives"), drives)?;
+    let port = free_port()?;
+    let console = free_port()?;
+    let log = root.join("minio.log");
+    let logfile = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let logerr = logfile
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut cmd = Command::new(bin);
+    base_env(&mut cmd, root);
+    cmd.env("MINIO_CI_CD", "1")
+        .env("MINIO_ROOT_USER", USER)
+        .env("MINIO_ROOT_PASSWORD", PASSWORD)
+        .env("MINIO_UPDATE", "off");
+    if drives == 4 {
+        cmd.env("MINIO_STORAGE_CLASS_STANDARD", "EC:2");
+    }
+    cmd.arg("server")
+        .arg("--quiet")
+        .arg("--address")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--console-address")
+        .arg(format!("127.0.0.1:{console}"))
+        .args(&dirs)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(logfile))
+        .stderr(Stdio::from(logerr));
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+    let mut server = Server {
+        name: "minio",
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+        log,
+    };
+    wait_ready(&mut server, &format!("127.0.0.1:{port}"))?;
+    Ok(server)
+}
+
+fn client_for(server: &Server, seed: u64) -> Result<Arc<S3>, String> {
+    let ep = Endpoint::parse(&server.endpoint, false)?;
+    let pool = Pool::new(vec![ep], None, 64)?;
+    Ok(Arc::new(S3::new(
+        pool,
+        Signer::new(USER, PASSWORD, "us-east-1"),
+        Sse::None,
+        false,
+        seed,
+    )))
+}
+
+/// The results of one phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PhaseResult {
+    pub phase: Phase,
+    pub result: CompareResult,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LayoutResult {
+    pub drives: usize,
+    pub parity: String,
+    pub rounds: usize,
+    pub seconds_per_run: f64,
+    pub phases: Vec<PhaseResult>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HarnessResult {
+    pub profile: Profile,
+    pub date: String,
+    pub command: String,
+    pub machine: String,
+    pub tessera: String,
+    pub minio: Option<String>,
+    pub layouts: Vec<LayoutResult>,
+    pub total_s: f64,
+    /// Errors over every run of both servers.
+    pub errors: u64,
+}
+
+/// Runs the harness.
+pub async fn run(opts: &Options) -> Result<HarnessResult, String> {
+    let t_all = Instant::now();
+    if !opts.tessera.is_file() {
+        return Err(format!(
+            "no tessera binary at {}: build it with `cargo build --release -p daemon` \
+             (or pass --tessera PATH)",
+            opts.tessera.display()
+        ));
+    }
+    if let Some(m) = &opts.minio
+        && !m.is_file()
+    {
+        return Err(format!(
+            "no minio binary at {}: install it with `cargo xtask tools`, set TESSERA_MINIO, \
+             pass --minio PATH, or run Tessera alone with --without-minio",
+            m.display()
+        ));
+    }
+    let work = match &opts.workdir {
+        Some(w) => w.clone(),
+        None => std::env::temp_dir().join(format!(
+            "tessera-bench-harness-{}-{}",
+            std::process::id(),
+            unix_now()
+        )),
+    };
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let result = run_in(opts, &work, t_all).await;
+    if !opts.keep {
+        let _ = std::fs::remove_dir_all(&work);
+    } else {
+        eprintln!("kept {}", work.display());
+    }
+    result
+}
+
+async fn run_in(opts: &Options, work: &Path, t_all: Instant) -> Result<HarnessResult, String> {
+    let phases: Vec<Phase> = suite(opts.profile)
+        .into_iter()
+        .filter(|p| {
+            opts.only.is_empty()
+                || opts
+                    .only
+                    .iter()
+                    .any(|o| p.name.to_lowercase().contains(&o.to_lowercase()))
+        })
+        .collect();
+    if phases.is_empty() {
+        return Err("--only matches no phase of the suite".into());
+    }
+    let drives_list = opts.drives.clone().unwrap_or_else(|| layouts(opts.profile));
+    let seed = unix_now() ^ u64::from(std::process::id()).rotate_left(32);
+    let mut layouts_out = Vec::new();
+    let mut errors = 0;
+    for &drives in &drives_list {
+        let (rounds, time) = timing(opts.profile, drives);
+        let rounds = opts.rounds.unwrap_or(rounds);
+        let time = opts.time.unwrap_or(time);
+        let parity = if drives == 4 {
+            "EC:2 (2+2)".to_owned()
+        } else {
+            "default".to_owned()
+        };
+        println!(
+            "\n## {drives} drives, parity {parity}: {} phases, {rounds} rounds of {:.1}s per server",
+            phases.len(),
+            time.as_secs_f64()
+        );
+        let root = work.join(format!("{drives}drives"));
+        let tessera = start_tessera(&opts.tessera, &root.join("tessera"), drives)?;
+        println!(
+            "tessera pid {} at {} (log {})",
+            tessera.pid(),
+            tessera.endpoint,
+            tessera.log.display()
+        );
+        let minio = match &opts.minio {
+            Some(bin) => {
+                let m = start_minio(bin, &root.join("minio"), drives)?;
+                println!(
+                    "minio pid {} at {} (log {})",
+                    m.pid(),
+                    m.endpoint,
+                    m.log.display()
+                );
+                Some(m)
+            }
+            None => None,
+        };
+        let a = Side {
+            label: "tessera".into(),
+            s3: client_for(&tessera, seed)?,
+            pid: Some(tessera.pid()),
+        };
+        let b = match &minio {
+            Some(m) => Some(Side {
+                label: "minio".into(),
+                s3: client_for(m, seed)?,
+                pid: Some(m.pid()),
+            }),
+            None => None,
+        };
+        let mut out = Vec::new();
+        for (i, p) in phases.iter().enumerate() {
+            let Some(workload) = p.workload else { continue };
+            let t = Instant::now();
+            println!("\n### {} ({}/{})", p.name, i + 1, phases.len());
+            let objects = match workload {
+                Workload::Put => u64::MAX,
+                Workload::Multipart | Workload::List => p.objects.unwrap_or(1),
+                w => {
+                    let budget = if opts.profile == Profile::Full {
+                        256 << 20
+                    } else {
+                        64 << 20
+                    };
+                    default_objects(
+                        w,
+                        &crate::units::SizeSpec::Fixed(p.size),
+                        p.concurrent,
+                        budget,
+                    )
+                }
+            };
+            let cfg = RunConfig {
+                workload,
+                size: crate::units::SizeSpec::Fixed(p.size),
+                concurrent: p.concurrent,
+                duration: if workload == Workload::Multipart {
+                    None
+                } else {
+                    Some(time)
+                },
+                objects,
+                bucket: format!("bench-{drives}-{}", i + 1),
+                prefix: format!("h{seed:x}/"),
+                part_size: p.part_size,
+                part_concurrency: 4,
+                max_keys: 1000,
+                timeout: Duration::from_secs(300),
+                cleanup: p.cleanup,
+                verify: 1,
+                progress: opts.progress,
+                label: String::new(),
+                skip_prepare: false,
+            };
+            let metric = Metric::for_workload(&cfg);
+            let result = match &b {
+                Some(b) => {
+                    compare(&a, b, &cfg, rounds, |r| {
+                        println!("{}", format_round(r, metric))
+                    })
+                    .await
+                }
+                None => {
+                    crate::compare::single(&a, &cfg, rounds, |r| {
+                        println!(
+                            "round {}: {}",
+                            r.round,
+                            crate::compare::side_line(&r.a, metric)
+                        )
+                    })
+                    .await
+                }
+            }
+            .map_err(|e| format!("{} ({drives} drives): {e}", p.name))?;
+            errors += result.a.errors + result.b.errors;
+            println!("{}", crate::compare::format_compare(&result));
+            println!("({:.1}s)", t.elapsed().as_secs_f64());
+            out.push(PhaseResult {
+                phase: p.clone(),
+                result,
+            });
+        }
+        tessera.stop();
+        if let Some(m) = minio {
+            m.stop();
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        layouts_out.push(LayoutResult {
+            drives,
+            parity,
+            rounds,
+            seconds_per_run: time.as_secs_f64(),
+            phases: out,
+        });
+    }
+    Ok(HarnessResult {
+        profile: opts.profile,
+        date: utc_date(SystemTime::now()),
+        command: opts.command_line.clone(),
+        machine: machine(),
+        tessera: describe_tessera(&opts.tessera),
+        minio: opts.minio.as_deref().map(describe_minio),
+        layouts: layouts_out,
+        total_s: t_all.elapsed().as_secs_f64(),
+        errors,
+    })
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `YYYY-MM-DD HH:MM UTC`.
+pub fn utc_date(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+/// CPU model, cores, memory.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| crate::procstat::parse_status_kb(&s, "MemTotal"))
+        .map_or(String::new(), |kb| {
+            format!(", {:.0} GiB RAM", kb as f64 / (1u64 << 20) as f64)
+        });
+    format!("{cpu}, {cores} cores{mem}, Linux")
+}
+
+fn describe_tessera(bin: &Path) -> String {
+    let root = workspace_root();
+    let commit = Command::new("git")
+        .arg("-C")
+        .arg(&root)
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned());
+    match commit {
+        Some(c) => format!("{} (workspace at commit {c})", bin.display()),
+        None => bin.display().to_string(),
+    }
+}
+
+fn describe_minio(bin: &Path) -> String {
+    let v = Command::new(bin)
+        .arg("--version")
+        .env("MINIO_CI_CD", "1")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_default();
+    if v.is_empty() {
+        bin.display().to_string()
+    } else {
+        format!("{} ({v})", bin.display())
+    }
+}
+
+fn fmt_metric(v: f64, m: Metric) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} {}", m.name())
+    } else {
+        format!("{v:.1} {}", m.name())
+    }
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "-".into(),
+    }
+}
+
+fn fmt_ratio(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.2}x"),
+        _ => "-".into(),
+    }
+}
+
+/// The markdown report of a harness run.
+pub fn markdown(h: &HarnessResult) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "Run {} ({} profile), {:.0} s in all.\n\n",
+        h.date,
+        h.profile.name(),
+        h.total_s
+    ));
+    s.push_str(&format!("Command: `{}`\n\n", h.command));
+    s.push_str(&format!("Machine: {}\n\n", h.machine));
+    s.push_str(&format!("Tessera: `{}`\n\n", h.tessera));
+    match &h.minio {
+        Some(m) => s.push_str(&format!("MinIO: `{m}`\n\n")),
+        None => s.push_str("MinIO: not run (--without-minio)\n\n"),
+    }
+    for l in &h.layouts {
+        s.push_str(&format!(
+            "#### {} drives, parity {}: medians of {} alternating rounds ({:.1} s per run)\n\n",
+            l.drives, l.parity, l.rounds, l.seconds_per_run
+        ));
+        s.push_str(
+            "| workload | Tessera | MinIO | ratio | Tessera per CPU-s | MinIO per CPU-s | ratio | \
+             p50 ms T / M | p99 ms T / M | p99 ratio | peak RSS MiB T / M | errors T / M |\n",
+        );
+        s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for p in &l.phases {
+            let c = &p.result;
+            let m = c.metric;
+            let both = h.minio.is_some();
+            let mv = |x: f64| if both { fmt_metric(x, m) } else { "-".into() };
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} / {} | {} / {} |\n",
+                p.phase.name,
+                fmt_metric(c.a.metric, m),
+                mv(c.b.metric),
+                fmt_ratio(c.median_ratio),
+                fmt_opt(c.a.per_cpu, 1),
+                if both { fmt_opt(c.b.per_cpu, 1) } else { "-".into() },
+                fmt_ratio(if both { c.median_cpu_ratio } else { None }),
+                fmt_opt(Some(c.a.p50_ms), 1),
+                if both { fmt_opt(Some(c.b.p50_ms), 1) } else { "-".into() },
+                fmt_opt(Some(c.a.p99_ms), 1),
+                if both { fmt_opt(Some(c.b.p99_ms), 1) } else { "-".into() },
+                fmt_ratio(c.median_p99_ratio),
+                fmt_opt(c.a.peak_rss_mib, 0),
+                if both { fmt_opt(c.b.peak_rss_mib, 0) } else { "-".into() },
+                c.a.errors,
+                if both { c.b.errors.to_string() } else { "-".into() },
+            ));
+        }
+        s.push('\n');
+    }
+    s.push_str(
+        "Ratios are Tessera over MinIO, medians of the per-round ratios: above 1 Tessera \
+         is faster or does more per CPU-second; for p99 latency below 1 is better. \
+         \"per CPU-s\" is the metric's unit per second of server CPU (utime + stime) during \
+         the timed part of the run; peak RSS is the largest VmHWM/VmRSS over the rounds.\n",
+    );
+    s
+}
+
+/// Writes `text` into `doc` between the markers of `profile`, replacing an
+/// earlier block; without markers, appends it under the
+/// `## Server: Tessera vs MinIO (tessera-bench)` section (created at the end
+/// when missing).
+pub fn write_doc(doc: &Path, profile: Profile, text: &str) -> Result<(), String> {
+    let old = std::fs::read_to_string(doc).map_err(|e| format!("{}: {e}", doc.display()))?;
+    let new = splice_doc(&old, profile, text);
+    std::fs::write(doc, new).map_err(|e| format!("{}: {e}", doc.display()))
+}
+
+pub const SECTION: &str = "## Server: Tessera vs MinIO (tessera-bench)";
+
+/// The document with the block of `profile` replaced or added.
+pub fn splice_doc(old: &str, profile: Profile, text: &str) -> String {
+    let begin = format!("<!-- tessera-bench harness {}: begin -->", profile.name());
+    let end = format!("<!-- tessera-bench harness {}: end -->", profile.name());
+    let block = format!("{begin}\n{}\n{end}", text.trim_end());
+    if let (Some(b), Some(e)) = (old.find(&begin), old.find(&end))
+        && e > b
+    {
+        return format!("{}{block}{}", &old[..b], &old[e + end.len()..]);
+    }
+    match old.find(SECTION) {
+        Some(i) => {
+            let after = i + SECTION.len();
+            let next = old[after..]
+                .find("\n## ")
+                .map_or(old.len(), |j| after + j + 1);
+            let head = old[..next].trim_end();
+            let tail = &old[next..];
+            if tail.is_empty() {
+                format!("{head}\n\n{block}\n")
+            } else {
+                format!("{head}\n\n{block}\n\n{tail}")
+            }
+        }
+        None => format!("{}\n\n{SECTION}\n\n{block}\n", old.trim_end()),
+    }
+}

@@ -1,0 +1,19 @@
+//! tessera-bench: an S3 load generator (put, get, mixed, delete, stat,
+//! list, multipart; verified GETs; its own SigV4 signing over hyper), a
+//! compare mode (two endpoints, alternating rounds) and the side-by-side
+//! harness that runs Tessera and MinIO on this machine.
+//!
+//! See `docs/benchmarks.md`, section "Server: Tessera vs MinIO
+//! (tessera-bench)", for usage and figures.
+
+pub mod cli;
+pub mod client;
+pub mod compare;
+pub mod harness;
+pub mod hist;
+pub mod pattern;
+pub mod procstat;
+pub mod s3;
+pub mod sign;
+pub mod units;
+pub mod workload;
