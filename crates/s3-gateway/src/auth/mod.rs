@@ -73,6 +73,14 @@ pub use signing::{
 };
 pub use verify::{AuthKind, Authentication, Verified, Verifier};
 
+pub(crate) use time::{civil_from_days as time_civil_from_days, days_from_civil};
+
+/// A time as SigV4 writes it, `YYYYMMDD'T'HHMMSS'Z'` (`x-amz-date`), for
+/// clients and tests that sign requests.
+pub fn amz_date(time: std::time::SystemTime) -> String {
+    time::Timestamp::from_system_time(time).iso8601_basic()
+}
+
 /// What the verifier accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthConfig {

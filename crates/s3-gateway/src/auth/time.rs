@@ -73,7 +73,7 @@ impl Timestamp {
     }
 
     /// `YYYYMMDD'T'HHMMSS'Z'`.
-    pub(crate) fn iso8601_basic(self) -> String {
+    pub fn iso8601_basic(self) -> String {
         let (year, month, day, hour, minute, second) = self.civil();
         format!("{year:04}{month:02}{day:02}T{hour:02}{minute:02}{second:02}Z")
     }
@@ -138,7 +138,7 @@ fn days_in_month(year: i64, month: i64) -> i64 {
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
 /// algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -148,7 +148,7 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

@@ -313,14 +313,7 @@ fn parse_iso8601(s: &str) -> Option<SystemTime> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&dd) || h > 23 || mi > 59 || se > 60 {
         return None;
     }
-    // days_from_civil (Howard Hinnant).
-    let y2 = if m <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + dd - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    let days = crate::auth::days_from_civil(y, m, dd);
     let secs = days * 86_400 + h * 3600 + mi * 60 + se;
     u64::try_from(secs)
         .ok()
