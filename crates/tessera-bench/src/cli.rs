@@ -251,8 +251,8 @@ pub struct HarnessArgs {
     /// Layouts: drive counts (4 uses EC:2; others default parity).
     #[arg(long, value_delimiter = ',')]
     pub drives: Option<Vec<usize>>,
-    /// Directory for the servers' drives and logs (default: a fresh one
-    /// under $TMPDIR, removed afterwards).
+    /// Where the servers' drives and logs go: a fresh subdirectory of it
+    /// (default $TMPDIR), removed afterwards unless --keep.
     #[arg(long)]
     pub workdir: Option<PathBuf>,
     /// Keep the work directory.

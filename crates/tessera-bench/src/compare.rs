@@ -26,6 +26,9 @@ pub enum Metric {
     MibS,
     #[serde(rename = "obj/s")]
     ObjS,
+    /// Complete listings per second.
+    #[serde(rename = "lists/s")]
+    ListS,
 }
 
 impl Metric {
@@ -38,6 +41,7 @@ impl Metric {
             {
                 Metric::MibS
             }
+            Workload::List => Metric::ListS,
             _ => Metric::ObjS,
         }
     }
@@ -46,13 +50,14 @@ impl Metric {
         match self {
             Metric::MibS => "MiB/s",
             Metric::ObjS => "obj/s",
+            Metric::ListS => "lists/s",
         }
     }
 
     pub fn of(self, r: &RunResult) -> f64 {
         match self {
             Metric::MibS => r.mib_s,
-            Metric::ObjS => r.obj_s,
+            Metric::ObjS | Metric::ListS => r.obj_s,
         }
     }
 
@@ -64,7 +69,7 @@ impl Metric {
         }
         Some(match self {
             Metric::MibS => u.mib_per_cpu_s,
-            Metric::ObjS => u.ops_per_cpu_s,
+            Metric::ObjS | Metric::ListS => u.ops_per_cpu_s,
         })
     }
 }

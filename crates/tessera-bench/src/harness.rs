@@ -496,14 +496,14 @@ pub async fn run(opts: &Options) -> Result<HarnessResult, String> {
             m.display()
         ));
     }
-    let work = match &opts.workdir {
-        Some(w) => w.clone(),
-        None => std::env::temp_dir().join(format!(
-            "tessera-bench-harness-{}-{}",
-            std::process::id(),
-            unix_now()
-        )),
-    };
+    // A fresh directory of our own, even inside a given --workdir: only it
+    // is removed afterwards.
+    let base = opts.workdir.clone().unwrap_or_else(std::env::temp_dir);
+    let work = base.join(format!(
+        "tessera-bench-harness-{}-{}",
+        std::process::id(),
+        unix_now()
+    ));
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     let result = run_in(opts, &work, t_all).await;
     if !opts.keep {
@@ -729,19 +729,35 @@ pub fn machine() -> String {
 
 fn describe_tessera(bin: &Path) -> String {
     let root = workspace_root();
-    let commit = Command::new("git")
-        .arg("-C")
-        .arg(&root)
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_owned());
-    match commit {
-        Some(c) => format!("{} (workspace at commit {c})", bin.display()),
-        None => bin.display().to_string(),
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_owned())
+    };
+    let built = std::fs::metadata(bin)
+        .and_then(|m| m.modified())
+        .map(utc_date)
+        .unwrap_or_default();
+    let mut s = format!("{}, built {built}", bin.display());
+    if let Some(c) = git(&["rev-parse", "--short", "HEAD"]) {
+        let dirty =
+            git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|o| !o.is_empty());
+        s.push_str(&format!(
+            "; workspace HEAD {c}{}",
+            if dirty {
+                " (uncommitted changes in the tree)"
+            } else {
+                ""
+            }
+        ));
     }
+    s
 }
 
 fn describe_minio(bin: &Path) -> String {
@@ -849,7 +865,11 @@ pub fn markdown(h: &HarnessResult) -> String {
 /// `## Server: Tessera vs MinIO (tessera-bench)` section (created at the end
 /// when missing).
 pub fn write_doc(doc: &Path, profile: Profile, text: &str) -> Result<(), String> {
-    let old = std::fs::read_to_string(doc).map_err(|e| format!("{}: {e}", doc.display()))?;
+    let old = match std::fs::read_to_string(doc) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("{}: {e}", doc.display())),
+    };
     let new = splice_doc(&old, profile, text);
     std::fs::write(doc, new).map_err(|e| format!("{}: {e}", doc.display()))
 }
@@ -880,6 +900,7 @@ pub fn splice_doc(old: &str, profile: Profile, text: &str) -> String {
                 format!("{head}\n\n{block}\n\n{tail}")
             }
         }
+        None if old.trim().is_empty() => format!("{SECTION}\n\n{block}\n"),
         None => format!("{}\n\n{SECTION}\n\n{block}\n", old.trim_end()),
     }
 }
