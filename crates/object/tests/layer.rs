@@ -129,6 +129,7 @@ async fn metadata_and_content_type_are_kept() {
         trailing_metadata: None,
         internal: Vec::new(),
         actual_size: None,
+        caller_etag: false,
     };
     l.put_object("meta", "k", &mut &b"hello"[..], &opts)
         .await
@@ -650,6 +651,7 @@ async fn buckets() {
         trailing_metadata: None,
         internal: Vec::new(),
         actual_size: None,
+        caller_etag: false,
     };
     l.put_object("two", "src", &mut &body[..], &opts)
         .await

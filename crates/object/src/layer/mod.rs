@@ -1082,6 +1082,7 @@ impl ObjectLayer {
                 trailing_metadata: None,
                 internal: Vec::new(),
                 actual_size: None,
+                caller_etag: false,
             },
         };
         // Stream through a bounded pipe: the reader fills it while the

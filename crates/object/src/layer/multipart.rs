@@ -261,7 +261,7 @@ impl ErasureSet {
                 (k, m),
                 &distribution,
                 body,
-                (size, MAX_PART_SIZE),
+                (size, MAX_PART_SIZE, true),
                 (&tmp_id, &tmp_part),
                 quorum,
             )

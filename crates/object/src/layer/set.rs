@@ -489,7 +489,11 @@ impl ErasureSet {
             if got as u64 <= max_inline {
                 let total = got as u64;
                 check_size_of(opts.size, total)?;
-                let etag = hex::encode(Md5::digest(&prefix));
+                let etag = if opts.caller_etag {
+                    String::new()
+                } else {
+                    hex::encode(Md5::digest(&prefix))
+                };
                 let shards = self.encode_inline(&rs, &prefix, k, m, &distribution)?;
                 let mut ov = new_version(version_id, data_dir, total, erasure, opts, &etag);
                 ov.set_sys(META_INLINE_DATA, b"true".to_vec());
@@ -511,7 +515,7 @@ impl ErasureSet {
                 (k, m),
                 &distribution,
                 &mut (&prefix[..]).chain(body),
-                (opts.size, MAX_OBJECT_SIZE),
+                (opts.size, MAX_OBJECT_SIZE, !opts.caller_etag),
                 (&tmp_id, &tmp_part),
                 quorum,
             )
@@ -578,7 +582,7 @@ impl ErasureSet {
         (k, m): (usize, usize),
         distribution: &[usize],
         body: &mut R,
-        (size, max): (Option<u64>, u64),
+        (size, max, want_md5): (Option<u64>, u64, bool),
         (tmp_id, tmp_part): (&str, &str),
         quorum: usize,
     ) -> Result<(u64, String, Vec<bool>)> {
@@ -610,7 +614,7 @@ impl ErasureSet {
                 (k, m),
                 distribution,
                 body,
-                (size, max),
+                (size, max, want_md5),
                 &mut senders,
                 quorum,
             )
@@ -656,11 +660,11 @@ impl ErasureSet {
         (k, m): (usize, usize),
         distribution: &[usize],
         body: &mut R,
-        (size, max): (Option<u64>, u64),
+        (size, max, want_md5): (Option<u64>, u64, bool),
         senders: &mut [Option<mpsc::Sender<AlignedBuf>>],
         quorum: usize,
     ) -> Result<(u64, String)> {
-        let mut md5 = Md5::new();
+        let mut md5 = want_md5.then(Md5::new);
         let mut total = 0u64;
         let mut block = vec![0u8; BLOCK_SIZE];
         loop {
@@ -682,7 +686,9 @@ impl ErasureSet {
                 break;
             }
             let cur = &block[..got];
-            md5.update(cur);
+            if let Some(h) = md5.as_mut() {
+                h.update(cur);
+            }
             let records = self.encode_block(rs, cur, k, m)?;
             for (d, &s) in distribution.iter().enumerate() {
                 let Some(tx) = &senders[d] else { continue };
@@ -705,7 +711,10 @@ impl ErasureSet {
             }
         }
         check_size_of(size, total)?;
-        Ok((total, hex::encode(md5.finalize())))
+        Ok((
+            total,
+            md5.map(|h| hex::encode(h.finalize())).unwrap_or_default(),
+        ))
     }
 
     /// Splits `block` into `k` data shards of `ceil(len / k)` bytes (the last

@@ -90,6 +90,10 @@ pub struct PutOptions {
     /// (encrypted objects: the plaintext size), recorded as the part's
     /// actual size as MinIO records it; the stored size when `None`.
     pub actual_size: Option<u64>,
+    /// The caller supplies the ETag, as an `etag` entry of
+    /// `trailing_metadata` (an encrypted object's sealed ETag): the layer
+    /// then computes no MD5 of the stored bytes.
+    pub caller_etag: bool,
 }
 
 /// Metadata a body reader fills in at the end of the body; see

@@ -180,6 +180,7 @@ where
             opts.size = Some(sse::dare::encrypted_len(size));
             opts.actual_size = Some(size);
             opts.internal = nk.internal.clone();
+            opts.caller_etag = true;
             let mut enc = encryption::EncryptingReader::new(reader, &nk.key, trailing)?;
             let md5 = enc.plain_md5.clone();
             let res = gw
@@ -751,6 +752,7 @@ where
             trailing_metadata: None,
             internal: Vec::new(),
             actual_size: None,
+            caller_etag: false,
         };
         if sc != "STANDARD" {
             o.metadata
@@ -792,6 +794,7 @@ where
                 opts.size = Some(sse::dare::encrypted_len(info.size));
                 opts.actual_size = Some(info.size);
                 opts.internal = nk.internal.clone();
+                opts.caller_etag = true;
                 opts.trailing_metadata = Some(trailing.clone());
                 let mut enc = encryption::EncryptingReader::new(plain, &nk.key, trailing)?;
                 let md5 = enc.plain_md5.clone();
