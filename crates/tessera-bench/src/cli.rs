@@ -668,7 +668,12 @@ async fn harness_cmd(a: HarnessArgs) -> u8 {
         }
         println!("wrote {}", doc.display());
     }
-    if result.errors > 0 {
+    if !result.failed.is_empty() {
+        for f in &result.failed {
+            eprintln!("tessera-bench: FAILED: {f}");
+        }
+        EXIT_FAILED
+    } else if result.errors > 0 {
         eprintln!(
             "tessera-bench: {} requests failed (see the tables)",
             result.errors

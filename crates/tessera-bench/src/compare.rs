@@ -165,8 +165,8 @@ pub async fn compare(
     let mut probe_a = a.pid.map(Probe::new);
     let mut probe_b = b.pid.map(Probe::new);
     for round in 1..=rounds {
-        let ra = run_side(a, "a", probe_a.as_mut(), template, &base, round).await?;
-        let rb = run_side(b, "b", probe_b.as_mut(), template, &base, round).await?;
+        let ra = run_side(a, "a", probe_a.as_mut(), template, &base, (round, rounds)).await?;
+        let rb = run_side(b, "b", probe_b.as_mut(), template, &base, (round, rounds)).await?;
         let cpu_ratio = match (metric.per_cpu(&ra), metric.per_cpu(&rb)) {
             (Some(x), Some(y)) => ratio(x, y),
             _ => None,
@@ -207,13 +207,15 @@ async fn run_side(
     probe: Option<&mut Probe>,
     template: &RunConfig,
     base: &str,
-    round: usize,
+    (round, rounds): (usize, usize),
 ) -> Result<RunResult, RunError> {
     let mut cfg = template.clone();
     cfg.label = format!("{} r{round}", side.label);
     if cfg.workload == Workload::List {
         cfg.prefix = format!("{base}list-{tag}/");
         cfg.skip_prepare = round > 1;
+        // The keys serve every round: deleted (with --cleanup) after the last.
+        cfg.cleanup = template.cleanup && round == rounds;
     } else {
         cfg.prefix = format!("{base}r{round}-{tag}/");
     }
@@ -279,7 +281,7 @@ pub async fn single(
     let mut probe = a.pid.map(Probe::new);
     let mut out = Vec::with_capacity(rounds);
     for round in 1..=rounds {
-        let ra = run_side(a, "a", probe.as_mut(), template, &base, round).await?;
+        let ra = run_side(a, "a", probe.as_mut(), template, &base, (round, rounds)).await?;
         let r = Round {
             round,
             a: ra,

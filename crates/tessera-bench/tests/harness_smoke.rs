@@ -50,6 +50,7 @@ fn harness_smoke() {
         doc.display().to_string(),
         "--workdir".into(),
         work.display().to_string(),
+        "--keep".into(),
     ];
     if with_minio {
         args.push("--minio".into());
@@ -86,9 +87,8 @@ fn harness_smoke() {
         "{text}"
     );
     assert!(text.contains("| PUT 1MiB c=2 |"), "{text}");
-    // What the harness created in the work directory is removed.
-    let left: Vec<_> = std::fs::read_dir(&work)
-        .map(|d| d.flatten().collect())
-        .unwrap_or_default();
-    assert!(left.is_empty(), "{left:?}");
+    // The drives and logs were kept (--keep) in a subdirectory of --workdir.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("kept "), "{}", show(&o));
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 1);
 }
