@@ -5,6 +5,10 @@
 //!   command README.md names and `.ci/run` calls).
 //! - `cargo xtask bench [--quick]`: the kernel benchmarks (criterion) and the
 //!   Go benchmarks of the libraries MinIO uses, side by side in one run.
+//! - `cargo xtask bench-server [--quick|--smoke] [--write-doc]`: the
+//!   side-by-side server harness (Tessera and MinIO on the same fresh drives,
+//!   `tessera-bench harness`), built in release mode; MinIO is installed first
+//!   when absent.
 //! - `cargo xtask tools [--update]`: installs the MinIO server and `mc` (the
 //!   oracle of the interoperability tests) into `target/tools/bin` with
 //!   `go install`, reused for 30 days (`TESSERA_TOOLS_MAX_AGE_DAYS`);
@@ -34,10 +38,11 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench(args.iter().any(|a| a == "--quick")),
+        Some("bench-server") => bench_server(&args[1..]),
         Some("tools") => tools(args.iter().any(|a| a == "--update")).map(|_| ()),
         Some("clients") => tools(false).and_then(|(_, mc)| {
             let mut counts = Counts::default();
-            client_suites(&mc, &args[1..], &mut counts)?;
+            client_suites(&mc, ServerBuild::Daemon, &args[1..], &mut counts)?;
             println!("{} passed, {} failed", counts.passed, counts.failed);
             Ok(())
         }),
@@ -47,6 +52,8 @@ fn main() -> ExitCode {
                  tasks:\n  \
                  ci               fmt, clippy, cross-target checks, all tests, benchmarks in test mode\n  \
                  bench [--quick]  criterion kernel benchmarks and the Go (MinIO library) benchmarks\n  \
+                 bench-server [--quick|--smoke] [--write-doc]\n                   \
+                  Tessera and MinIO side by side (tessera-bench harness)\n  \
                  tools [--update] install the MinIO server and mc into target/tools/bin\n  \
                  clients [ARGS]   the boto3, aws-cli and mc suites against the tessera binary\n                   \
                   (ARGS go to python -m unittest, e.g. -k Multipart)"
@@ -195,20 +202,14 @@ fn ci() -> Result<(), String> {
     run_counting(
         "tests",
         cargo()
-            .args([
-                "test",
-                "--workspace",
-                "--locked",
-                "--features",
-                INTEROP_FEATURE,
-            ])
+            .args(TEST_ARGS)
             .env("TESSERA_MINIO", &minio)
             .env("TESSERA_MC", &mc),
         &mut counts,
     )?;
 
     // The real clients (boto3, aws-cli, mc) against the real server binary.
-    client_suites(&mc, &[], &mut counts)?;
+    client_suites(&mc, ServerBuild::SameAsTests, &[], &mut counts)?;
 
     // Benchmarks in test mode: each benchmark runs once, so they never rot.
     run(
@@ -228,17 +229,37 @@ fn ci() -> Result<(), String> {
 /// Where the Python client suites live, relative to the workspace root.
 const CLIENT_SUITES: &str = "tests/python";
 
+/// How the client suites get the `tessera` binary.
+#[derive(Clone, Copy)]
+enum ServerBuild {
+    /// `cargo build -p daemon` (`cargo xtask clients`).
+    Daemon,
+    /// The `cargo test` command of `ci` again with `--no-run`: a no-op
+    /// right after the tests step, which built `target/debug/tessera` for
+    /// the daemon's own tests. A `cargo build` with other features would
+    /// rebuild the crates under the daemon (and the next `cargo test`
+    /// would rebuild them back).
+    SameAsTests,
+}
+
 /// The client test suites (`tests/python`: boto3, aws-cli and mc against
 /// the `tessera` binary, each test class on its own server): prepares the
 /// Python environment ([`python_env`]), builds the daemon and runs
 /// `python -m unittest discover`, with `extra` appended (a filter such as
 /// `-k Multipart`). Their counts are added to `counts`.
-fn client_suites(mc: &Path, extra: &[String], counts: &mut Counts) -> Result<(), String> {
+fn client_suites(
+    mc: &Path,
+    build: ServerBuild,
+    extra: &[String],
+    counts: &mut Counts,
+) -> Result<(), String> {
     let python = python_env()?;
-    run(
-        "build the tessera binary",
-        cargo().args(["build", "--locked", "-p", "daemon"]),
-    )?;
+    let mut cargo_build = cargo();
+    match build {
+        ServerBuild::Daemon => cargo_build.args(["build", "--locked", "-p", "daemon"]),
+        ServerBuild::SameAsTests => cargo_build.args(TEST_ARGS).arg("--no-run"),
+    };
+    run("build the tessera binary", &mut cargo_build)?;
     let tessera = target_dir().join("debug/tessera");
     if !tessera.is_file() {
         return Err(format!("{} was not built", tessera.display()));
@@ -396,8 +417,18 @@ fn unittest_outcomes(line: &str) -> Vec<(&str, u64)> {
         .collect()
 }
 
-/// The cargo feature that compiles the tests against the real MinIO.
-const INTEROP_FEATURE: &str = "object/minio-interop";
+/// The cargo features that compile the tests against the real MinIO (the
+/// storage engine's format tests and the gateway's SSE interoperability).
+const INTEROP_FEATURE: &str = "object/minio-interop,s3-gateway/minio-interop";
+
+/// `cargo` arguments of the tests step of `ci`.
+const TEST_ARGS: &[&str] = &[
+    "test",
+    "--workspace",
+    "--locked",
+    "--features",
+    INTEROP_FEATURE,
+];
 
 /// Go modules installed by `cargo xtask tools`: (module, binary, the
 /// variable that overrides the installed binary).
@@ -522,6 +553,31 @@ fn go_benchmarks(smoke: bool) -> Result<(), String> {
         go.args(["-count", "5"]);
     }
     run("Go benchmarks (MinIO's libraries)", &mut go)
+}
+
+/// `tessera-bench harness` with `extra` appended, against the MinIO of
+/// `cargo xtask tools`: release builds of the daemon and the load generator.
+fn bench_server(extra: &[String]) -> Result<(), String> {
+    let (minio, _) = tools(false)?;
+    run(
+        "build the release binaries",
+        cargo().args([
+            "build",
+            "--release",
+            "--locked",
+            "-p",
+            "daemon",
+            "-p",
+            "tessera-bench",
+        ]),
+    )?;
+    let mut harness = Command::new(target_dir().join("release/tessera-bench"));
+    harness
+        .current_dir(workspace_root())
+        .arg("harness")
+        .args(extra)
+        .env("TESSERA_MINIO", &minio);
+    run("tessera-bench harness", &mut harness)
 }
 
 fn bench(quick: bool) -> Result<(), String> {
