@@ -25,7 +25,7 @@ use std::time::Instant;
 
 /// Crates whose kernels must also build for targets and instruction sets this
 /// machine may not run.
-const KERNEL_CRATES: &[&str] = &["ec-simd", "bitrot"];
+const KERNEL_CRATES: &[&str] = &["ec-simd", "bitrot", "md5x"];
 
 /// x86 features that turn on every kernel at compile time: proves the
 /// AVX-512 and GFNI code compiles even where the host cannot run it.
