@@ -18,6 +18,7 @@ use crate::drive::{
 use crate::error::{DriveError, Result};
 use crate::format::TMP_VOLUME;
 use crate::health::HealthTracker;
+use crate::walk::{WalkOptions, WalkPage};
 
 /// Settings of a [`DeadlineDrive`].
 #[derive(Clone, Debug)]
@@ -398,6 +399,10 @@ impl<D: Drive + ?Sized + 'static> Drive for DeadlineDrive<D> {
 
     fn stat_file<'a>(&'a self, volume: &'a str, path: &'a str) -> BoxFuture<'a, Result<FileInfo>> {
         Box::pin(self.guard(self.inner.stat_file(volume, path)))
+    }
+
+    fn walk<'a>(&'a self, opts: &'a WalkOptions) -> BoxFuture<'a, Result<WalkPage>> {
+        Box::pin(self.guard(self.inner.walk(opts)))
     }
 }
 

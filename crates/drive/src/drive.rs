@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use crate::buf::AlignedBuf;
 use crate::error::Result;
+use crate::walk::{WalkOptions, WalkPage};
 
 /// A boxed, `Send` future: what every asynchronous [`Drive`] method returns,
 /// so that the trait can be used as `Arc<dyn Drive>`.
@@ -286,4 +287,14 @@ pub trait Drive: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<Vec<DirEntryName>>>;
     /// Kind, size and modification time of a path.
     fn stat_file<'a>(&'a self, volume: &'a str, path: &'a str) -> BoxFuture<'a, Result<FileInfo>>;
+
+    /// One page of `opts.volume` walked in object-key order: objects with
+    /// (the head of) their `xl.meta`, and common prefixes; see
+    /// [`crate::walk`]. The default method walks with
+    /// [`list_dir`](Self::list_dir) and [`read_all`](Self::read_all) (so a
+    /// wrapper that forwards only those keeps its behaviour); a local drive
+    /// does the whole page in one blocking task.
+    fn walk<'a>(&'a self, opts: &'a WalkOptions) -> BoxFuture<'a, Result<WalkPage>> {
+        Box::pin(async move { crate::walk::walk(&mut crate::walk::DriveFs(self), opts).await })
+    }
 }

@@ -134,6 +134,7 @@ pub mod format;
 mod health;
 mod local;
 pub mod path;
+pub mod walk;
 
 pub use buf::{ALIGN, AlignedBuf, BufferPool, MAX_BUF_BYTES, align_up};
 pub use deadline::{DeadlineConfig, DeadlineDrive};
@@ -147,3 +148,4 @@ pub use format::{
     save_format, verify_format,
 };
 pub use local::{Backend, LocalDrive, LocalDriveConfig};
+pub use walk::{WalkEntry, WalkOptions, WalkPage};

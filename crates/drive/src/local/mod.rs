@@ -8,6 +8,7 @@
 
 mod io;
 mod uring;
+mod walk;
 
 use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::fmt;
@@ -30,6 +31,7 @@ use crate::error::{Ctx, DriveError, Result, map_io};
 use crate::format::{META_VOLUME, TMP_VOLUME, TRASH_VOLUME};
 use crate::health::HealthTracker;
 use crate::path::{self, check_volume, parent};
+use crate::walk::{WalkOptions, WalkPage};
 
 /// Which I/O backend a [`LocalDrive`] uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1378,6 +1380,10 @@ impl Drive for LocalDrive {
 
     fn stat_file<'a>(&'a self, volume: &'a str, path: &'a str) -> BoxFuture<'a, Result<FileInfo>> {
         Box::pin(self.tracked(self.inner.stat_file(volume, path)))
+    }
+
+    fn walk<'a>(&'a self, opts: &'a WalkOptions) -> BoxFuture<'a, Result<WalkPage>> {
+        Box::pin(self.tracked(self.inner.walk(opts)))
     }
 }
 

@@ -1,35 +1,39 @@
 //! Listing: ordered walks of every drive, merged by quorum, with S3's
 //! prefix / delimiter / marker / max-keys semantics.
 //!
-//! A drive is walked depth first in *key* order, which is not directory
-//! order: the object `a` (the file `a/xl.meta`) sorts before `a.txt`, which
-//! sorts before `a/b`. Each directory `x/` therefore stands for two entries,
-//! the object `x` and the subtree `x/`, sorted among their siblings by those
-//! names. Subtrees wholly before the marker or outside the prefix are never
-//! opened; keys that collapse into a common prefix stop the walk of that
-//! prefix. Each drive's walk stops after the entries the page needs, so a
-//! page costs about `max_keys` metadata reads per drive, whatever the size
-//! of the bucket.
+//! Each drive walks its part of the page with [`Drive::walk`] (see
+//! `drive::walk`: key order, which is not directory order; subtrees before
+//! the marker or outside the prefix never opened; collapsed prefixes not
+//! descended). A local drive does the whole walk in one blocking task and
+//! returns each object with the head of its `xl.meta`, so a page costs
+//! about `max_keys` small reads per drive and no hop between threads per
+//! key. The drives' answers are merged per key and resolved as a GET
+//! resolves a version (the newest version a read quorum of drives agrees
+//! on), from the journal headers: only the chosen version's body is
+//! decoded. Anything unusual (a body that does not decode) falls back to
+//! the full decode and [`ErasureSet::resolve`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use drive::walk::{WalkEntry, WalkOptions};
 use drive::{Drive, DriveError};
 use tokio::task::JoinSet;
 
 use super::error::{Error, Result};
-use super::names::key_from_dir;
+use super::names::object_dir;
 use super::set::{ErasureSet, MAX_XL_META, Metas, XL_META, object_info};
 use super::types::VersionSel;
-use crate::xlmeta::{VersionKind, XlMeta};
+use crate::xlmeta::{Journal, META_ETAG, Version, VersionKind, XlMeta};
 
 /// Most keys a page may ask for (S3's limit).
 pub const MAX_KEYS: usize = 1000;
 /// Longest prefix, delimiter or marker accepted.
 const MAX_ARG_BYTES: usize = 1024;
-/// Entries one drive's walk may visit for one page before giving up (a
-/// bound on the work of a listing whose entries are all hidden or partial).
-const MAX_VISITS: usize = 1_000_000;
+/// Bytes of each `xl.meta` a walk reads: the metadata of an object with a
+/// few versions, and the inline data of small ones. A longer file whose
+/// metadata does not fit is read whole afterwards.
+const META_HEAD: usize = 8 << 10;
 
 /// What to list.
 #[derive(Debug, Clone, Default)]
@@ -134,123 +138,42 @@ fn check_args(opts: &ListOptions) -> Result<usize> {
     })
 }
 
-/// The common prefix `key` collapses into, if any.
-fn common_prefix<'a>(key: &'a str, prefix: &str, delimiter: Option<&str>) -> Option<&'a str> {
-    let d = delimiter.filter(|d| !d.is_empty())?;
-    let rest = key.get(prefix.len()..)?;
-    rest.find(d).map(|i| &key[..prefix.len() + i + d.len()])
-}
+#[cfg(test)]
+use drive::walk::common_prefix;
 
 /// Walks one drive in key order, from after `after`, returning at most
-/// `limit` entries (objects and collapsed prefixes) and whether it stopped
-/// early.
+/// `limit` entries (objects with their `xl.meta`, and collapsed prefixes)
+/// and whether it stopped early.
 async fn walk_drive(
     drive: Arc<dyn Drive>,
-    bucket: String,
-    prefix: String,
-    delimiter: Option<String>,
-    after: Option<String>,
-    limit: usize,
+    opts: WalkOptions,
 ) -> std::result::Result<(Vec<Walked>, bool), DriveError> {
-    // Stack of pending entries, smallest on top: (sort name, is_subtree).
-    // An object entry's name is its key; a subtree's is `dir/`.
-    let mut stack: Vec<(String, bool)> = Vec::new();
-    let mut out = Vec::new();
-    let mut last_prefix: Option<String> = None;
-    let mut visits = 0usize;
-    // Start at the deepest existing directory that contains the prefix.
-    let start_dir = match prefix.rfind('/') {
-        Some(i) => prefix[..=i].to_owned(),
-        None => String::new(),
-    };
-    stack.push((start_dir, true));
-    while let Some((name, subtree)) = stack.pop() {
-        visits += 1;
-        if visits > MAX_VISITS {
-            return Ok((out, true));
-        }
-        if subtree {
-            // Skip subtrees wholly outside the prefix or before the marker.
-            if !(name.starts_with(&prefix) || prefix.starts_with(&name)) {
-                continue;
-            }
-            if let Some(a) = &after
-                && name.as_str() < a.as_str()
-                && !a.starts_with(&name)
-            {
-                continue;
-            }
-            if let Some(p) = &last_prefix
-                && name.starts_with(p.as_str())
-            {
-                continue;
-            }
-            let dir = name.trim_end_matches('/');
-            let entries = match drive.list_dir(&bucket, dir, usize::MAX).await {
-                Ok(e) => e,
-                Err(DriveError::FileNotFound | DriveError::VolumeNotFound) if !dir.is_empty() => {
+    let page = drive.walk(&opts).await?;
+    let mut out = Vec::with_capacity(page.entries.len());
+    for e in page.entries {
+        match e {
+            WalkEntry::Prefix(p) => out.push(Walked::Prefix(p)),
+            WalkEntry::Object {
+                key,
+                meta,
+                complete,
+            } => {
+                // A head that holds the whole journal is enough; else the
+                // file is read whole, as a GET reads it.
+                if complete || !Journal::decode(&meta).is_err_and(|e| e.is_truncated()) {
+                    out.push(Walked::Object(key, meta));
                     continue;
                 }
-                Err(DriveError::FileNotFound) => return Ok((out, false)),
-                Err(e) => return Err(e),
-            };
-            let is_object_dir = entries.iter().any(|e| e == XL_META);
-            let mut children: Vec<(String, bool)> = Vec::new();
-            for e in entries {
-                let Some(child) = e.strip_suffix('/') else {
-                    continue;
-                };
-                // An object's data directories are not keys.
-                if is_object_dir && uuid::Uuid::parse_str(child).is_ok() {
-                    continue;
-                }
-                let full = format!("{name}{child}");
-                children.push((key_from_dir(&full), false));
-                children.push((format!("{full}/"), true));
-            }
-            children.sort();
-            stack.extend(children.into_iter().rev());
-        } else {
-            let key = name;
-            if !key.starts_with(&prefix) {
-                continue;
-            }
-            if let Some(a) = &after
-                && key.as_str() <= a.as_str()
-            {
-                continue;
-            }
-            if let Some(p) = &last_prefix
-                && key.starts_with(p.as_str())
-            {
-                continue;
-            }
-            if let Some(cp) = common_prefix(&key, &prefix, delimiter.as_deref()) {
-                let cp = cp.to_owned();
-                if after.as_deref().is_some_and(|a| cp.as_str() <= a) {
-                    // The marker is inside this prefix: it was returned.
-                    last_prefix = Some(cp);
-                    continue;
-                }
-                last_prefix = Some(cp.clone());
-                out.push(Walked::Prefix(cp));
-            } else {
-                let dir = super::names::object_dir(&key);
-                match drive
-                    .read_all(&bucket, &format!("{dir}/{XL_META}"), MAX_XL_META)
-                    .await
-                {
+                let path = format!("{}/{XL_META}", object_dir(&key));
+                match drive.read_all(&opts.volume, &path, MAX_XL_META).await {
                     Ok(bytes) => out.push(Walked::Object(key, bytes)),
-                    Err(DriveError::FileNotFound) => continue,
+                    Err(DriveError::FileNotFound) => {}
                     Err(e) => return Err(e),
                 }
             }
-            if out.len() >= limit {
-                return Ok((out, !stack.is_empty()));
-            }
         }
     }
-    Ok((out, false))
+    Ok((out, page.more))
 }
 
 /// Raw `xl.meta` per drive of a set (`None`: the drive lacks the key).
@@ -278,11 +201,15 @@ async fn merged_page(
         for (di, d) in set.drives().iter().enumerate() {
             let fut = walk_drive(
                 d.clone(),
-                bucket.to_owned(),
-                opts.prefix.clone(),
-                opts.delimiter.clone(),
-                after.map(str::to_owned),
-                limit,
+                WalkOptions {
+                    volume: bucket.to_owned(),
+                    prefix: opts.prefix.clone(),
+                    delimiter: opts.delimiter.clone(),
+                    after: after.map(str::to_owned),
+                    limit,
+                    meta_head: META_HEAD,
+                    meta_limit: MAX_XL_META,
+                },
             );
             tasks.spawn(async move { (si, di, fut.await) });
         }
@@ -373,6 +300,103 @@ fn metas_of(raw: Vec<Option<Vec<u8>>>) -> Metas {
     }
 }
 
+/// What the header-only resolution of a key's latest version found.
+#[derive(Debug, PartialEq, Eq)]
+enum Fast {
+    /// The latest agreed version is an object (or a legacy object).
+    Listed(ListedObject),
+    /// No agreed version, or the latest is a delete marker.
+    Hidden,
+    /// A body did not decode: resolve with the full decode instead.
+    Slow,
+}
+
+/// The latest version of `key` a read quorum of the set's drives agrees
+/// on, from each drive's raw `xl.meta` (`None`: the drive lacks the key).
+///
+/// The same decision as [`ErasureSet::resolve`] with no version asked
+/// (versions grouped by mod time, version id and signature across drives,
+/// the newest group whose size reaches its quorum wins: the version's data
+/// shards for objects, half the set otherwise), but it reads only the
+/// journal headers of each drive (the metadata CRC is still checked) and
+/// decodes one version body: the candidate's, on the first drive that has
+/// it. A drive whose `xl.meta` does not decode does not vote.
+fn latest_fast(key: &str, raw: &[Option<Vec<u8>>]) -> Fast {
+    let n = raw.len();
+    let journals: Vec<Option<Journal<'_>>> = raw
+        .iter()
+        .map(|r| r.as_deref().and_then(|b| Journal::decode(b).ok()))
+        .collect();
+    let mut seen: BTreeMap<(i64, [u8; 16], [u8; 4]), Vec<usize>> = BTreeMap::new();
+    for (i, j) in journals.iter().enumerate() {
+        for e in j.iter().flat_map(|j| &j.entries) {
+            let h = &e.header;
+            seen.entry((h.mod_time, h.version_id, h.signature))
+                .or_default()
+                .push(i);
+        }
+    }
+    let default_quorum = (n / 2).max(1);
+    for ((_, vid, _), drives) in seen.iter().rev() {
+        let Some(j0) = &journals[drives[0]] else {
+            return Fast::Slow;
+        };
+        let Some(entry) = j0.entries.iter().find(|e| e.header.version_id == *vid) else {
+            return Fast::Slow;
+        };
+        let Ok(version) = entry.decode() else {
+            return Fast::Slow;
+        };
+        let quorum = version
+            .as_object()
+            .and_then(|o| usize::try_from(o.erasure_m).ok())
+            .filter(|&k| k >= 1 && k <= n)
+            .unwrap_or(default_quorum);
+        if drives.len() >= quorum {
+            return match version.kind {
+                VersionKind::DeleteMarker(_) => Fast::Hidden,
+                _ => Fast::Listed(listed_latest(key, &version)),
+            };
+        }
+    }
+    Fast::Hidden
+}
+
+/// What [`object_info`] then [`listed`] give for the latest version, without
+/// building the rest of the object's information.
+fn listed_latest(key: &str, v: &Version<'_>) -> ListedObject {
+    let vid = v.version_id();
+    let version_id = (vid != [0; 16]).then(|| uuid::Uuid::from_bytes(vid));
+    match &v.kind {
+        VersionKind::Object(o) => {
+            let mut etag = String::new();
+            for (k, val) in o.meta_user.iter().flat_map(|u| u.iter()) {
+                if k.to_string_lossy() == META_ETAG {
+                    etag = val.to_string_lossy().into_owned();
+                }
+            }
+            ListedObject {
+                key: key.to_owned(),
+                size: u64::try_from(o.size).unwrap_or(0),
+                etag,
+                mod_time_nanos: o.mod_time,
+                version_id,
+                is_latest: true,
+                delete_marker: false,
+            }
+        }
+        _ => ListedObject {
+            key: key.to_owned(),
+            size: 0,
+            etag: String::new(),
+            mod_time_nanos: v.mod_time(),
+            version_id,
+            is_latest: true,
+            delete_marker: matches!(v.kind, VersionKind::DeleteMarker(_)),
+        },
+    }
+}
+
 /// ListObjects: the latest version of each key, hiding keys whose latest
 /// version is a delete marker.
 pub(crate) async fn list_objects(
@@ -395,22 +419,26 @@ pub(crate) async fn list_objects(
             after = Some(name.clone());
             let entry = match m {
                 Merged::Prefix(p) => Some(Err(p)),
-                Merged::Object(key, si, raw) => {
-                    let metas = metas_of(raw);
-                    match sets[si].resolve(bucket, &key, metas, None) {
-                        Ok(r) => {
-                            let info = object_info(bucket, &key, &r.version, true);
-                            if info.delete_marker {
-                                None
-                            } else {
-                                Some(Ok(listed(&info)))
+                Merged::Object(key, si, raw) => match latest_fast(&key, &raw) {
+                    Fast::Listed(o) => Some(Ok(o)),
+                    Fast::Hidden => None,
+                    Fast::Slow => {
+                        let metas = metas_of(raw);
+                        match sets[si].resolve(bucket, &key, metas, None) {
+                            Ok(r) => {
+                                let info = object_info(bucket, &key, &r.version, true);
+                                if info.delete_marker {
+                                    None
+                                } else {
+                                    Some(Ok(listed(&info)))
+                                }
                             }
+                            Err(e) if e.is_not_found() => None,
+                            Err(Error::ReadQuorum { .. }) => None,
+                            Err(e) => return Err(e),
                         }
-                        Err(e) if e.is_not_found() => None,
-                        Err(Error::ReadQuorum { .. }) => None,
-                        Err(e) => return Err(e),
                     }
-                }
+                },
             };
             let Some(entry) = entry else { continue };
             if count == max {
@@ -604,6 +632,203 @@ fn sel_uuid(s: VersionSel) -> Option<uuid::Uuid> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::xlmeta::{DeleteMarker, ErasureParams, ObjectVersion, VersionHeader};
+
+    /// A small deterministic generator (xorshift64*).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    async fn set_of(dir: &std::path::Path, n: usize, parity: usize) -> ErasureSet {
+        let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
+        for i in 0..n {
+            let d = drive::LocalDrive::open(dir.join(format!("d{i}")), Default::default())
+                .await
+                .unwrap();
+            drives.push(Arc::new(d));
+        }
+        ErasureSet::new(drives, parity).unwrap()
+    }
+
+    /// The old way: every xl.meta decoded whole, then `resolve`.
+    fn latest_full(set: &ErasureSet, key: &str, raw: &[Option<Vec<u8>>]) -> Option<ListedObject> {
+        match set.resolve("b", key, metas_of(raw.to_vec()), None) {
+            Ok(r) => {
+                let info = object_info("b", key, &r.version, true);
+                (!info.delete_marker).then(|| listed(&info))
+            }
+            Err(e) if e.is_not_found() => None,
+            Err(Error::ReadQuorum { .. }) => None,
+            Err(e) => panic!("{key}: {e}"),
+        }
+    }
+
+    fn object(rng: &mut Rng, n: usize, vid: [u8; 16], mod_time: i64) -> Version<'static> {
+        // Mostly the set's default shape, sometimes another storage class
+        // (a different data-shard count, so another quorum).
+        let k = match rng.below(4) {
+            0 => n - 1,
+            _ => n - n / 2,
+        };
+        let mut o = ObjectVersion::new(
+            vid,
+            [7; 16],
+            mod_time,
+            rng.below(5000) as i64,
+            ErasureParams {
+                data_blocks: k as u8,
+                parity_blocks: (n - k) as u8,
+                block_size: 1 << 20,
+                distribution: (1..=n as u8).collect(),
+            },
+        );
+        if rng.below(5) != 0 {
+            o.set_user(META_ETAG, format!("{:032x}", rng.next()));
+        }
+        o.set_user("content-type", "text/plain");
+        Version::object(o, 1)
+    }
+
+    /// Random journals on random subsets of the drives (stale drives,
+    /// missing drives, delete markers, versions that reached too few
+    /// drives, corrupt files): the header-only resolution lists exactly
+    /// what the full decode and `resolve` list.
+    #[tokio::test]
+    async fn fast_resolution_matches_resolve() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut listed_count, mut hidden_count) = (0, 0);
+        for (n, parity) in [(4usize, 2usize), (5, 2), (6, 3), (8, 4), (16, 4)] {
+            let set = set_of(&tmp.path().join(format!("s{n}")), n, parity).await;
+            for case in 0..400 {
+                let count = 1 + rng.below(4) as usize;
+                let mut versions = Vec::new();
+                for v in 0..count {
+                    let vid = match rng.below(3) {
+                        0 => [0; 16],
+                        _ => uuid::Uuid::from_u128(u128::from(rng.next())).into_bytes(),
+                    };
+                    // Equal times now and then, to exercise the tie order.
+                    let mod_time = 1_000 + rng.below(6) as i64 * 10 + v as i64 % 2;
+                    versions.push(if rng.below(4) == 0 {
+                        Version::delete_marker(DeleteMarker::new(vid, mod_time), 1)
+                    } else {
+                        object(&mut rng, n, vid, mod_time)
+                    });
+                }
+                let mut raw: Vec<Option<Vec<u8>>> = Vec::new();
+                for _ in 0..n {
+                    raw.push(match rng.below(10) {
+                        0 => None,
+                        1 => Some(b"XL2 garbage".to_vec()),
+                        _ => {
+                            let mut m = XlMeta::new();
+                            for v in &versions {
+                                if rng.below(4) != 0 {
+                                    // Same id may come back: add_version replaces.
+                                    let _ = m.add_version(v.clone());
+                                }
+                            }
+                            Some(m.encode().unwrap())
+                        }
+                    });
+                }
+                let key = format!("k{case}");
+                let want = latest_full(&set, &key, &raw);
+                let got = match latest_fast(&key, &raw) {
+                    Fast::Listed(o) => Some(o),
+                    Fast::Hidden => None,
+                    Fast::Slow => panic!("{key}: slow path on well-formed files"),
+                };
+                assert_eq!(got, want, "n={n} case {case}");
+                match got {
+                    Some(_) => listed_count += 1,
+                    None => hidden_count += 1,
+                }
+            }
+        }
+        // Both outcomes are well represented.
+        assert!(
+            listed_count > 400 && hidden_count > 400,
+            "{listed_count} / {hidden_count}"
+        );
+    }
+
+    /// An xl.meta whose header is fine but whose body is not (with a valid
+    /// CRC): the fast resolution hands over to the full one.
+    #[test]
+    fn undecodable_body_takes_the_slow_path() {
+        let h = VersionHeader {
+            version_id: [1; 16],
+            mod_time: 5,
+            signature: [0; 4],
+            version_type: crate::xlmeta::VersionType::Object,
+            flags: crate::xlmeta::VersionFlags(0),
+            ec_n: 2,
+            ec_m: 2,
+        };
+        let mut w = crate::msgp::Writer::new();
+        w.uint(3);
+        w.uint(3);
+        w.int(1);
+        w.bin(&h.to_bytes());
+        w.bin(&[0xc1, 0xc1]);
+        let meta = w.into_inner();
+        let mut file = b"XL2 ".to_vec();
+        file.extend_from_slice(&1u16.to_le_bytes());
+        file.extend_from_slice(&3u16.to_le_bytes());
+        file.push(0xc6);
+        file.extend_from_slice(&(meta.len() as u32).to_be_bytes());
+        file.extend_from_slice(&meta);
+        file.push(0xce);
+        file.extend_from_slice(&(xxhash_rust::xxh64::xxh64(&meta, 0) as u32).to_be_bytes());
+        assert!(Journal::decode(&file).is_ok());
+        assert!(XlMeta::decode(&file).is_err());
+        let raw = vec![Some(file.clone()), Some(file.clone()), Some(file), None];
+        assert_eq!(latest_fast("k", &raw), Fast::Slow);
+    }
+
+    /// `listed_latest` gives what `object_info` then `listed` give, for
+    /// objects with and without an ETag, delete markers and the null
+    /// version.
+    #[test]
+    fn listed_latest_is_object_info() {
+        let mut rng = Rng(7);
+        let mut vs = vec![
+            object(&mut rng, 4, [0; 16], 10),
+            object(&mut rng, 4, [3; 16], 11),
+            Version::delete_marker(DeleteMarker::new([4; 16], 12), 1),
+            Version::delete_marker(DeleteMarker::new([0; 16], 13), 1),
+        ];
+        let mut bare = ObjectVersion::new(
+            [5; 16],
+            [0; 16],
+            14,
+            3,
+            ErasureParams {
+                data_blocks: 2,
+                parity_blocks: 2,
+                block_size: 1 << 20,
+                distribution: vec![1, 2, 3, 4],
+            },
+        );
+        bare.meta_user = None;
+        vs.push(Version::object(bare, 1));
+        for v in &vs {
+            let info = object_info("b", "key", v, true);
+            assert_eq!(listed_latest("key", v), listed(&info), "{v:?}");
+        }
+    }
 
     #[test]
     fn prefixes_collapse() {
