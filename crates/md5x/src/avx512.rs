@@ -239,3 +239,62 @@ pub(crate) fn compress8(
         }
     }
 }
+
+/// Lanes of the xmm (AVX-512VL) kernel.
+pub(crate) const LANES_XMM: usize = 4;
+
+/// The xmm form of [`compress16`] for four lanes.
+///
+/// # Panics
+/// If some `data[i]` is shorter than `blocks * 64` bytes.
+#[target_feature(enable = "avx512f,avx512vl,avx2")]
+pub(crate) fn compress4(
+    states: &mut [[u32; 4]; LANES_XMM],
+    data: &[&[u8]; LANES_XMM],
+    blocks: usize,
+) {
+    let bytes = blocks * BLOCK;
+    for d in data {
+        assert!(d.len() >= bytes, "lane input shorter than its blocks");
+    }
+    let ptrs: [*const u8; LANES_XMM] = core::array::from_fn(|i| data[i].as_ptr());
+    let mut rows = crate::avx2::rows_of(states);
+    // SAFETY: each row is 16 readable bytes; unaligned loads.
+    let [mut a, mut b, mut c, mut d] =
+        unsafe { core::array::from_fn(|w| _mm_loadu_si128(rows[w].as_ptr().cast())) };
+    let mut off = 0;
+    while off < bytes {
+        // SAFETY: `off + 64 <= bytes <= data[i].len()` for every lane
+        // (asserted above), so the four 16-byte loads of each lane are in
+        // bounds; unaligned loads.
+        let q: [[__m128i; 4]; 4] = unsafe {
+            core::array::from_fn(|part| {
+                core::array::from_fn(|i| _mm_loadu_si128(ptrs[i].add(off + 16 * part).cast()))
+            })
+        };
+        let q = q.map(|x| crate::avx2::transpose4(x));
+        let m: [__m128i; 16] = core::array::from_fn(|j| q[j / 4][j % 4]);
+        let (a0, b0, c0, d0) = (a, b, c, d);
+        zmm_steps!(
+            a,
+            b,
+            c,
+            d,
+            m,
+            _mm_add_epi32,
+            _mm_set1_epi32,
+            _mm_rol_epi32,
+            _mm_ternarylogic_epi32
+        );
+        a = _mm_add_epi32(a, a0);
+        b = _mm_add_epi32(b, b0);
+        c = _mm_add_epi32(c, c0);
+        d = _mm_add_epi32(d, d0);
+        off += BLOCK;
+    }
+    for (w, v) in [a, b, c, d].into_iter().enumerate() {
+        // SAFETY: each row is 16 writable bytes; unaligned store.
+        unsafe { _mm_storeu_si128(rows[w].as_mut_ptr().cast(), v) };
+    }
+    crate::avx2::unrows(states, &rows);
+}

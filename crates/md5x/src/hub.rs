@@ -90,7 +90,7 @@ impl Default for HubConfig {
             kernel: Kernel::detect(),
             max_queue_wait: Duration::from_micros(200),
             quantum_blocks: 256,
-            min_simd_streams: 3,
+            min_simd_streams: 2,
             max_queued: 256,
             min_job_bytes: 16 << 10,
         }

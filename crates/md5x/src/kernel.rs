@@ -345,29 +345,44 @@ impl Kernel {
         for d in data {
             assert!(d.len() >= bytes, "lane input shorter than its blocks");
         }
+        let n = states.len();
         match self.imp {
             #[cfg(target_arch = "x86_64")]
-            Imp::Avx2 if states.len() > 1 => {
+            Imp::Avx2 if n > crate::avx2::LANES_XMM => {
                 let (mut st, dt) = pack::<{ crate::avx2::LANES }>(states, data);
                 // SAFETY: an Avx2 handle is only made by `probe_avx2` after
                 // `is_x86_feature_detected!("avx2")`.
                 unsafe { crate::avx2::compress8(&mut st, &dt, blocks) };
-                states.copy_from_slice(&st[..states.len()]);
+                states.copy_from_slice(&st[..n]);
             }
             #[cfg(target_arch = "x86_64")]
-            Imp::Avx512 if states.len() > crate::avx512::LANES_VL => {
+            Imp::Avx2 if n > 1 => {
+                let (mut st, dt) = pack::<{ crate::avx2::LANES_XMM }>(states, data);
+                // SAFETY: as above (avx2 detected).
+                unsafe { crate::avx2::compress4(&mut st, &dt, blocks) };
+                states.copy_from_slice(&st[..n]);
+            }
+            #[cfg(target_arch = "x86_64")]
+            Imp::Avx512 if n > crate::avx512::LANES_VL => {
                 let (mut st, dt) = pack::<{ crate::avx512::LANES }>(states, data);
                 // SAFETY: an Avx512 handle is only made by `probe_avx512`
                 // after detecting avx2, avx512f and avx512vl.
                 unsafe { crate::avx512::compress16(&mut st, &dt, blocks) };
-                states.copy_from_slice(&st[..states.len()]);
+                states.copy_from_slice(&st[..n]);
             }
             #[cfg(target_arch = "x86_64")]
-            Imp::Avx512 if states.len() > 1 => {
+            Imp::Avx512 if n > crate::avx512::LANES_XMM => {
                 let (mut st, dt) = pack::<{ crate::avx512::LANES_VL }>(states, data);
                 // SAFETY: as above (avx2, avx512f and avx512vl detected).
                 unsafe { crate::avx512::compress8(&mut st, &dt, blocks) };
-                states.copy_from_slice(&st[..states.len()]);
+                states.copy_from_slice(&st[..n]);
+            }
+            #[cfg(target_arch = "x86_64")]
+            Imp::Avx512 if n > 1 => {
+                let (mut st, dt) = pack::<{ crate::avx512::LANES_XMM }>(states, data);
+                // SAFETY: as above (avx2, avx512f and avx512vl detected).
+                unsafe { crate::avx512::compress4(&mut st, &dt, blocks) };
+                states.copy_from_slice(&st[..n]);
             }
             _ => {
                 for (s, d) in states.iter_mut().zip(data) {
