@@ -922,3 +922,217 @@ async fn encrypted_multipart_and_bucket_default() {
         .unwrap();
     assert!(put.server_side_encryption().is_none());
 }
+
+/// UploadPartCopy from and into encrypted objects: the source is decrypted
+/// with its key (an SSE-C source's key in the copy-source headers), the
+/// part is encrypted as the upload says (an SSE-C upload's key with the
+/// request), ranges are of the plaintext.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_part_copy_from_and_into_encrypted_objects() {
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    let srv = start(true).await;
+    let c = client(&srv.endpoint, AK, SK);
+    c.create_bucket().bucket("upc").send().await.unwrap();
+    let (part, p) = (5usize << 20, 1usize << 16);
+    let d = data(part + 2 * p + 77, 41);
+    let src_key = [3u8; 32];
+    let (sk, sm) = (b64(&src_key), b64(&md5::Md5::digest(src_key)));
+    c.put_object()
+        .bucket("upc")
+        .key("src-c")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&sk)
+        .sse_customer_key_md5(&sm)
+        .body(ByteStream::from(d.clone()))
+        .send()
+        .await
+        .unwrap();
+
+    // SSE-C source -> SSE-S3 upload, in two ranges cut at a package boundary.
+    let id = c
+        .create_multipart_upload()
+        .bucket("upc")
+        .key("s3")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
+    let cut = part + p;
+    let mut parts = Vec::new();
+    for (n, (lo, hi)) in [(0, cut - 1), (cut, d.len() - 1)].into_iter().enumerate() {
+        let out = c
+            .upload_part_copy()
+            .bucket("upc")
+            .key("s3")
+            .upload_id(&id)
+            .part_number(n as i32 + 1)
+            .copy_source("upc/src-c")
+            .copy_source_range(format!("bytes={lo}-{hi}"))
+            .copy_source_sse_customer_algorithm("AES256")
+            .copy_source_sse_customer_key(&sk)
+            .copy_source_sse_customer_key_md5(&sm)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            out.server_side_encryption(),
+            Some(&ServerSideEncryption::Aes256)
+        );
+        parts.push(
+            CompletedPart::builder()
+                .part_number(n as i32 + 1)
+                .e_tag(out.copy_part_result().unwrap().e_tag().unwrap())
+                .build(),
+        );
+    }
+    let listed = c
+        .list_parts()
+        .bucket("upc")
+        .key("s3")
+        .upload_id(&id)
+        .send()
+        .await
+        .unwrap();
+    let sizes: Vec<i64> = listed.parts().iter().map(|p| p.size().unwrap()).collect();
+    assert_eq!(sizes, [cut as i64, (d.len() - cut) as i64]);
+    c.complete_multipart_upload()
+        .bucket("upc")
+        .key("s3")
+        .upload_id(&id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(parts))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(get(&c, "upc", "s3").await == d);
+
+    // The SSE-S3 multipart object -> SSE-C upload with another key: a range
+    // across the source's part boundary, then an uploaded part.
+    let key = [4u8; 32];
+    let (kb, km) = (b64(&key), b64(&md5::Md5::digest(key)));
+    let id = c
+        .create_multipart_upload()
+        .bucket("upc")
+        .key("c")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&kb)
+        .sse_customer_key_md5(&km)
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
+    let (lo, hi) = (p + 3, cut + 10);
+    let copied = c
+        .upload_part_copy()
+        .bucket("upc")
+        .key("c")
+        .upload_id(&id)
+        .part_number(1)
+        .copy_source("upc/s3")
+        .copy_source_range(format!("bytes={lo}-{hi}"))
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&kb)
+        .sse_customer_key_md5(&km)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(copied.sse_customer_algorithm(), Some("AES256"));
+    assert_eq!(copied.sse_customer_key_md5(), Some(km.as_str()));
+    let tail = b"the tail".to_vec();
+    let uploaded = c
+        .upload_part()
+        .bucket("upc")
+        .key("c")
+        .upload_id(&id)
+        .part_number(2)
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&kb)
+        .sse_customer_key_md5(&km)
+        .body(ByteStream::from(tail.clone()))
+        .send()
+        .await
+        .unwrap();
+    // Without the upload's key, or without the source's, nothing is copied.
+    let e = c
+        .upload_part_copy()
+        .bucket("upc")
+        .key("c")
+        .upload_id(&id)
+        .part_number(3)
+        .copy_source("upc/s3")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidRequest");
+    let e = c
+        .upload_part_copy()
+        .bucket("upc")
+        .key("c")
+        .upload_id(&id)
+        .part_number(3)
+        .copy_source("upc/src-c")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&kb)
+        .sse_customer_key_md5(&km)
+        .copy_source_sse_customer_algorithm("AES256")
+        .copy_source_sse_customer_key(&kb)
+        .copy_source_sse_customer_key_md5(&km)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessDenied");
+    c.complete_multipart_upload()
+        .bucket("upc")
+        .key("c")
+        .upload_id(&id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(copied.copy_part_result().unwrap().e_tag().unwrap())
+                        .build(),
+                )
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(2)
+                        .e_tag(uploaded.e_tag().unwrap())
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let got = c
+        .get_object()
+        .bucket("upc")
+        .key("c")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&kb)
+        .sse_customer_key_md5(&km)
+        .send()
+        .await
+        .unwrap()
+        .body
+        .collect()
+        .await
+        .unwrap()
+        .into_bytes();
+    let mut want = d[lo..=hi].to_vec();
+    want.extend_from_slice(&tail);
+    assert!(got[..] == want[..]);
+    let disk = disk_bytes(&srv.dirs);
+    assert!(
+        !contains(&disk, &d[part + 500..part + 564]),
+        "plaintext on disk"
+    );
+}

@@ -4,7 +4,6 @@
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body::Body;
-use object::layer::{GetOptions, Range, VersionSel};
 
 use super::object::{announced_size, copy_source, put_options, quoted, set};
 use super::{body_reader, empty, read_small_body, read_xml, xml_response};
@@ -186,6 +185,11 @@ fn copy_range(v: &str, size: u64) -> Result<(u64, u64), S3Error> {
     Ok((first, last - first + 1))
 }
 
+/// UploadPartCopy: a range of a stored object (decrypted with its key when
+/// it is encrypted: the SSE-C key of the source comes in the
+/// `x-amz-copy-source-server-side-encryption-customer-*` headers) becomes
+/// a part of the upload, encrypted as the upload says (under its part key;
+/// an SSE-C upload's key comes with the request, as for UploadPart).
 pub(super) async fn upload_part_copy<B>(
     gw: &Gateway,
     ctx: &mut Ctx<B>,
@@ -198,62 +202,94 @@ where
     let n = part_number(ctx)?;
     let _ = read_small_body(gw, ctx).await?;
     let (sb, sk, sv) = copy_source(ctx.header("x-amz-copy-source").unwrap_or(""))?;
-    let info = gw.layer.head_object(&sb, &sk, sv).await?;
     let upload = gw.layer.upload_info(ctx.bucket(), ctx.key(), &id).await?;
-    let enc = |i: &object::layer::ObjectInfo| {
-        i.internal
-            .keys()
-            .any(|k| k.starts_with("X-Minio-Internal-Server-Side-Encryption-"))
+    let cfg = &gw.config.encryption;
+    let dst_client = encryption::client_key(&ctx.parts.headers, encryption::SSEC, cfg)?;
+    let dst_enc = encryption::existing_key(&upload, dst_client.as_ref(), cfg)?;
+    let src_client = encryption::client_key(&ctx.parts.headers, encryption::SSEC_COPY, cfg)?;
+    // The source version is opened once: its size, its key and the bytes
+    // read are of one version.
+    let opened = gw.layer.open_object(&sb, &sk, sv).await?;
+    let info = opened.info().clone();
+    let src_enc = encryption::existing_key(&info, src_client.as_ref(), cfg)?;
+    let (size, segments) = match &src_enc {
+        Some(ex) => (encryption::plain_size(&info)?, Some(ex.segments(&info)?)),
+        None => (info.size, None),
     };
-    if enc(&info) || enc(&upload) {
-        return Err(S3Error::with_message(
-            "NotImplemented",
-            "UploadPartCopy from or into encrypted objects is not implemented yet.",
-        ));
-    }
     let (offset, len) = match ctx.header("x-amz-copy-source-range") {
-        Some(r) => copy_range(r, info.size)?,
-        None => (0, info.size),
+        Some(r) => copy_range(r, size)?,
+        None => (0, size),
     };
     if len > gw.config.limits.max_part_bytes {
         return Err(S3Error::new("EntityTooLarge"));
     }
-    let get = GetOptions {
-        version_id: Some(sv.unwrap_or(info.version_id.map_or(VersionSel::Null, VersionSel::Id))),
-        range: (len != info.size).then_some(Range::From {
-            offset,
-            length: Some(len),
-        }),
-    };
-    // The source streams into the part through a bounded pipe.
-    let (mut rd, mut wr) = tokio::io::duplex(1 << 20);
+    // The source's plaintext streams into the part through a bounded pipe.
+    let (rd, mut wr) = tokio::io::duplex(1 << 20);
+    let layer = &gw.layer;
     let reader = async {
-        let r = if len == 0 {
-            Ok(info.clone())
-        } else {
-            gw.layer.get_object(&sb, &sk, &get, &mut wr).await
+        let r = match (&segments, len) {
+            (_, 0) => Ok(()),
+            (None, _) => layer
+                .read_object(&opened, offset, len, &mut wr)
+                .await
+                .map_err(S3Error::from),
+            (Some(segs), _) => encryption::read_plain(layer, &opened, segs, (offset, len), &mut wr)
+                .await
+                .map_err(|(_, e)| S3Error::internal(format!("copy source: {e}"))),
         };
         drop(wr);
         r
     };
-    let writer = gw
-        .layer
-        .upload_part(ctx.bucket(), ctx.key(), &id, n, &mut rd, Some(len));
+    // The part: the plaintext as is, or encrypted under the upload's part
+    // key (stored with its ciphertext and plaintext sizes).
+    let (body, sizes): (Box<dyn tokio::io::AsyncRead + Unpin + Send>, _) = match &dst_enc {
+        None => (Box::new(rd), (Some(len), None)),
+        Some(ex) => {
+            let part_key = sse::key::ObjectKey(ex.key.part_key(n as u32));
+            let enc = encryption::EncryptingReader::new(
+                rd,
+                &part_key,
+                object::layer::TrailingMetadata::default(),
+            )?;
+            (
+                Box::new(enc),
+                (Some(sse::dare::encrypted_len(len)), Some(len)),
+            )
+        }
+    };
+    let (bucket, key) = (ctx.bucket(), ctx.key());
+    let writer = async {
+        // The pipe's reading end goes when the part is stored or refused,
+        // so a reader still writing stops instead of waiting forever.
+        let mut body = body;
+        let r = layer
+            .upload_part_sized(bucket, key, &id, n, &mut body, sizes)
+            .await;
+        drop(body);
+        r
+    };
     let (r, w) = tokio::join!(reader, writer);
-    r?;
-    let part = w?;
+    let part = match (w, r) {
+        (Ok(p), Ok(())) => p,
+        // The part stopped short because the source failed: the source's
+        // error is the cause.
+        (Err(object::layer::Error::IncompleteBody { .. }), Err(e)) | (Ok(_), Err(e)) => {
+            return Err(e);
+        }
+        (Err(e), _) => return Err(e.into()),
+    };
     let mut w = XmlWriter::new();
     w.root("CopyPartResult")
         .elem("LastModified", &iso8601(part.mod_time_nanos))
         .elem("ETag", &quoted(&part.etag))
         .close("CopyPartResult");
     let mut r = xml_response(StatusCode::OK, w.finish());
+    let h = r.headers_mut();
+    if let Some(ex) = &dst_enc {
+        ex.headers(h, dst_client.as_ref());
+    }
     if let Some(v) = info.version_id {
-        set(
-            r.headers_mut(),
-            "x-amz-copy-source-version-id",
-            &v.to_string(),
-        );
+        set(h, "x-amz-copy-source-version-id", &v.to_string());
     }
     Ok(r)
 }
@@ -300,7 +336,7 @@ pub(super) async fn list_parts<B>(
             .elem("PartNumber", &p.number.to_string())
             .elem("LastModified", &iso8601(p.mod_time_nanos))
             .elem("ETag", &quoted(&p.etag))
-            .elem("Size", &p.size.to_string())
+            .elem("Size", &p.actual_size.to_string())
             .close("Part");
     }
     w.close("ListPartsResult");
