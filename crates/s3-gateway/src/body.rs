@@ -15,6 +15,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -22,8 +23,9 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use md5::Md5;
 use md5::digest::Digest as _;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::mpsc;
+use object::layer::{Chunk, ChunkSink};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::auth::{ChecksumAlgorithm, ChunkedDecoder, Payload, PayloadSha256Verifier};
 use crate::checksum::Hasher;
@@ -297,7 +299,7 @@ pub struct ResponseBody {
 enum Kind {
     Full(Option<Bytes>),
     Stream {
-        rx: mpsc::Receiver<io::Result<Bytes>>,
+        rx: mpsc::Receiver<io::Result<QueuedFrame>>,
         remaining: u64,
     },
 }
@@ -318,14 +320,18 @@ impl ResponseBody {
         }
     }
 
-    /// A body of exactly `len` bytes that a writer task produces.
+    /// A body of exactly `len` bytes that a writer task produces; at most
+    /// [`STREAM_BUDGET`] bytes wait between the two.
     pub(crate) fn channel(len: u64) -> (ResponseBody, ChannelWriter) {
-        let (tx, rx) = mpsc::channel(4);
+        let (tx, rx) = mpsc::channel(STREAM_FRAMES);
         (
             ResponseBody {
                 kind: Kind::Stream { rx, remaining: len },
             },
-            ChannelWriter { tx, reserve: None },
+            ChannelWriter {
+                tx,
+                budget: Arc::new(Semaphore::new(STREAM_BUDGET)),
+            },
         )
     }
 }
@@ -351,7 +357,8 @@ impl Body for ResponseBody {
                     return Poll::Ready(None);
                 }
                 match ready!(rx.poll_recv(cx)) {
-                    Some(Ok(b)) => {
+                    // The frame's bytes leave the budget as hyper takes them.
+                    Some(Ok((b, _permit))) => {
                         if b.len() as u64 > *remaining {
                             *remaining = 0;
                             return Poll::Ready(Some(Err(io::Error::other(
@@ -388,19 +395,22 @@ impl Body for ResponseBody {
     }
 }
 
-type Reserve = Pin<
-    Box<
-        dyn Future<
-                Output = Result<mpsc::OwnedPermit<io::Result<Bytes>>, mpsc::error::SendError<()>>,
-            > + Send,
-    >,
->;
+/// Bytes a streamed body may hold queued between the task reading the
+/// object and the connection (frames are of any size: 64 KiB of decrypted
+/// plaintext or a whole 512 KiB shard).
+const STREAM_BUDGET: usize = 2 << 20;
+/// Frames queued at most (the budget binds first unless frames are tiny).
+const STREAM_FRAMES: usize = 64;
 
-/// The writing end of a streamed [`ResponseBody`]: an `AsyncWrite` whose
-/// writes become body frames, with back-pressure (a bounded channel).
+/// A queued frame and its share of the budget.
+type QueuedFrame = (Bytes, OwnedSemaphorePermit);
+
+/// The writing end of a streamed [`ResponseBody`]: a [`ChunkSink`] whose
+/// chunks become body frames as they are, with back-pressure (a budget of
+/// queued bytes).
 pub(crate) struct ChannelWriter {
-    tx: mpsc::Sender<io::Result<Bytes>>,
-    reserve: Option<Reserve>,
+    tx: mpsc::Sender<io::Result<QueuedFrame>>,
+    budget: Arc<Semaphore>,
 }
 
 impl ChannelWriter {
@@ -411,38 +421,19 @@ impl ChannelWriter {
     }
 }
 
-impl AsyncWrite for ChannelWriter {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        if buf.is_empty() {
-            return Poll::Ready(Ok(0));
+impl ChunkSink for ChannelWriter {
+    /// Each chunk becomes one body frame, without a copy.
+    async fn put(&mut self, chunk: Chunk) -> io::Result<()> {
+        if chunk.is_empty() {
+            return Ok(());
         }
-        let this = &mut *self;
-        let fut = this
-            .reserve
-            .get_or_insert_with(|| Box::pin(this.tx.clone().reserve_owned()));
-        let permit = ready!(fut.as_mut().poll(cx));
-        this.reserve = None;
-        match permit {
-            Ok(p) => {
-                p.send(Ok(Bytes::copy_from_slice(buf)));
-                Poll::Ready(Ok(buf.len()))
-            }
-            Err(_) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "client went away",
-            ))),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
+        let gone = || io::Error::new(io::ErrorKind::BrokenPipe, "client went away");
+        let bytes = chunk.into_bytes();
+        let share = u32::try_from(bytes.len().min(STREAM_BUDGET)).unwrap_or(u32::MAX);
+        let permit = Arc::clone(&self.budget)
+            .acquire_many_owned(share)
+            .await
+            .map_err(|_| gone())?;
+        self.tx.send(Ok((bytes, permit))).await.map_err(|_| gone())
     }
 }

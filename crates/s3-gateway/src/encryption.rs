@@ -15,13 +15,13 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use md5::{Digest as _, Md5};
-use object::layer::{ObjectInfo, TrailingMetadata};
+use object::layer::{Chunk, ChunkSink, ObjectInfo, TrailingMetadata, WriteSink};
 use ring::rand::{SecureRandom, SystemRandom};
 use sse::dare::{self, CipherSuite, Decryptor, Encryptor, PAYLOAD_LEN};
 use sse::key::{Domain, Fresh, ObjectKey, object_path};
 use sse::kms::{Context, Kms};
 use sse::meta::{MetaError, Sealed};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::checksum::{base64_decode, base64_encode};
 use crate::error::S3Error;
@@ -602,56 +602,166 @@ impl<R: AsyncRead + Unpin> AsyncRead for EncryptingReader<R> {
     }
 }
 
-/// Decrypts DARE packages read from `cipher` (starting at package
-/// `first_seq`), skips `skip` plaintext bytes, and writes `len` bytes of
-/// plaintext to `out`. Nothing unauthenticated is ever written.
-pub(crate) async fn decrypt_stream<R, W>(
-    key: &[u8; 32],
-    first_seq: u64,
-    mut cipher: R,
-    mut skip: usize,
-    mut len: u64,
-    out: &mut W,
-) -> Result<(), String>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut dec = Decryptor::new(key, first_seq);
-    let mut buf = vec![0u8; dare::PACKAGE_LEN];
-    let mut plain = Vec::with_capacity(PAYLOAD_LEN);
-    while len > 0 {
-        let mut have = 0;
-        while have < dare::HEADER_LEN {
-            let n = cipher
-                .read(&mut buf[have..dare::HEADER_LEN])
-                .await
-                .map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err("encrypted stream ended early".into());
-            }
-            have += n;
+/// A [`ChunkSink`] that opens the DARE packages of the ciphertext it is
+/// given (starting at package `first_seq`), skips `skip` plaintext bytes
+/// and hands the next `left` bytes of plaintext to `out`.
+///
+/// A package that lies whole inside a chunk (the read buffer of one shard)
+/// is decrypted in place there, and its plaintext goes on as a slice of
+/// that buffer: no copy. Only a package split between two chunks is
+/// gathered into a buffer of its own first. Nothing of a package goes on
+/// before its tag verified.
+struct PlainSink<'a, S> {
+    dec: Decryptor,
+    out: &'a mut S,
+    /// A package split between chunks: its header...
+    header: [u8; dare::HEADER_LEN],
+    /// ...its bytes taken so far (header included)...
+    taken: usize,
+    /// ...its length, once the header is complete...
+    package_len: usize,
+    /// ...and its sealed bytes (ciphertext and tag) so far.
+    sealed: Vec<u8>,
+    skip: usize,
+    left: u64,
+    /// Why decryption failed (the read then stops with an output error).
+    failed: Option<String>,
+}
+
+/// Plaintext of one chunk to hand on, in order.
+enum Piece {
+    /// A range of the chunk, decrypted in place.
+    InChunk(std::ops::Range<usize>),
+    /// A package gathered from two chunks.
+    Gathered(Vec<u8>),
+}
+
+impl<'a, S: ChunkSink> PlainSink<'a, S> {
+    fn new(key: &[u8; 32], first_seq: u64, skip: usize, left: u64, out: &'a mut S) -> Self {
+        PlainSink {
+            dec: Decryptor::new(key, first_seq),
+            out,
+            header: [0; dare::HEADER_LEN],
+            taken: 0,
+            package_len: 0,
+            sealed: Vec::new(),
+            skip,
+            left,
+            failed: None,
         }
-        let plen = dec.package_len(&buf[..have]).map_err(|e| e.to_string())?;
-        if plen > buf.len() {
+    }
+
+    /// Of a package's `n` plaintext bytes, the range to hand on (after the
+    /// skip, within what is left).
+    fn keep(&mut self, n: usize) -> std::ops::Range<usize> {
+        let skip = self.skip.min(n);
+        self.skip -= skip;
+        let keep = ((n - skip) as u64).min(self.left) as usize;
+        self.left -= keep as u64;
+        skip..skip + keep
+    }
+
+    /// Decrypts what `data` holds: the rest of a split package, whole
+    /// packages in place, and the start of the next one (kept). Returns
+    /// the plaintext pieces in order.
+    fn open(&mut self, data: &mut [u8]) -> Result<Vec<Piece>, String> {
+        let mut pieces = Vec::new();
+        let mut pos = 0;
+        while pos < data.len() && self.left > 0 {
+            if self.taken == 0 && data.len() - pos >= dare::HEADER_LEN {
+                let plen = self.package_len_at(&data[pos..pos + dare::HEADER_LEN])?;
+                if data.len() - pos >= plen {
+                    // Whole in this chunk: open it where it lies.
+                    let mut header = [0u8; dare::HEADER_LEN];
+                    header.copy_from_slice(&data[pos..pos + dare::HEADER_LEN]);
+                    let sealed = &mut data[pos + dare::HEADER_LEN..pos + plen];
+                    let n = self
+                        .dec
+                        .open_detached(&header, sealed)
+                        .map_err(|e| format!("decrypting: {e}"))?;
+                    let r = self.keep(n);
+                    let base = pos + dare::HEADER_LEN;
+                    if !r.is_empty() {
+                        pieces.push(Piece::InChunk(base + r.start..base + r.end));
+                    }
+                    pos += plen;
+                    continue;
+                }
+            }
+            // A package split between chunks: gather it.
+            if self.taken < dare::HEADER_LEN {
+                let take = (dare::HEADER_LEN - self.taken).min(data.len() - pos);
+                self.header[self.taken..self.taken + take].copy_from_slice(&data[pos..pos + take]);
+                self.taken += take;
+                pos += take;
+                if self.taken < dare::HEADER_LEN {
+                    break;
+                }
+                self.package_len = self.package_len_at(&self.header.clone())?;
+                self.sealed.clear();
+            }
+            let take = (self.package_len - self.taken).min(data.len() - pos);
+            self.sealed.extend_from_slice(&data[pos..pos + take]);
+            self.taken += take;
+            pos += take;
+            if self.taken == self.package_len {
+                self.taken = 0;
+                let mut sealed = std::mem::take(&mut self.sealed);
+                let n = self
+                    .dec
+                    .open_detached(&self.header, &mut sealed)
+                    .map_err(|e| format!("decrypting: {e}"))?;
+                let r = self.keep(n);
+                sealed.truncate(r.end);
+                sealed.drain(..r.start);
+                if !sealed.is_empty() {
+                    pieces.push(Piece::Gathered(sealed));
+                }
+            }
+        }
+        Ok(pieces)
+    }
+
+    fn package_len_at(&self, header: &[u8]) -> Result<usize, String> {
+        let plen = self.dec.package_len(header).map_err(|e| e.to_string())?;
+        if plen > dare::PACKAGE_LEN {
             return Err("encrypted package too long".into());
         }
-        cipher
-            .read_exact(&mut buf[have..plen])
-            .await
-            .map_err(|e| e.to_string())?;
-        plain.clear();
-        dec.open_package(&buf[..plen], &mut plain)
-            .map_err(|e| format!("decrypting: {e}"))?;
-        let from = skip.min(plain.len());
-        skip -= from;
-        let take = ((plain.len() - from) as u64).min(len) as usize;
-        out.write_all(&plain[from..from + take])
-            .await
-            .map_err(|e| e.to_string())?;
-        len -= take as u64;
+        Ok(plen)
     }
-    Ok(())
+
+    /// Fails if the ciphertext ended before the plaintext wanted.
+    fn finish(&self) -> Result<(), (bool, String)> {
+        if self.left > 0 || self.taken > 0 {
+            return Err((false, "encrypted stream ended early".into()));
+        }
+        Ok(())
+    }
+}
+
+impl<S: ChunkSink> ChunkSink for PlainSink<'_, S> {
+    async fn put(&mut self, mut chunk: Chunk) -> io::Result<()> {
+        if self.left == 0 {
+            return Ok(());
+        }
+        let pieces = match self.open(chunk.as_mut_slice()) {
+            Ok(p) => p,
+            Err(e) => {
+                self.failed = Some(e.clone());
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+        };
+        // The chunk's plaintext slices share its buffer.
+        let plain = chunk.into_bytes();
+        for piece in pieces {
+            let next = match piece {
+                Piece::InChunk(r) => Chunk::from(plain.slice(r)),
+                Piece::Gathered(v) => Chunk::from(v),
+            };
+            self.out.put(next).await?;
+        }
+        Ok(())
+    }
 }
 
 /// A bucket's default encryption from its `ServerSideEncryptionConfiguration`.
@@ -715,12 +825,25 @@ pub(crate) async fn write_mode_for(
 /// Writes the plaintext `offset..offset + len` of an encrypted object to
 /// `out`: for every part it overlaps, reads just the packages it needs and
 /// decrypts them.
-pub(crate) async fn read_plain<W: AsyncWrite + Unpin>(
+pub(crate) async fn read_plain<W: AsyncWrite + Unpin + Send>(
+    layer: &object::layer::ObjectLayer,
+    opened: &object::layer::OpenObject,
+    segments: &[Segment],
+    range: (u64, u64),
+    out: &mut W,
+) -> Result<(), (bool, String)> {
+    read_plain_chunks(layer, opened, segments, range, &mut WriteSink(out)).await
+}
+
+/// [`read_plain`] into a [`ChunkSink`]: the plaintext goes on as slices of
+/// the buffers the ciphertext was read (and decrypted) in. The error says
+/// whether the sink failed (the client went away) and what happened.
+pub(crate) async fn read_plain_chunks<S: ChunkSink>(
     layer: &object::layer::ObjectLayer,
     opened: &object::layer::OpenObject,
     segments: &[Segment],
     (offset, len): (u64, u64),
-    out: &mut W,
+    out: &mut S,
 ) -> Result<(), (bool, String)> {
     let end = offset + len;
     for seg in segments {
@@ -731,25 +854,139 @@ pub(crate) async fn read_plain<W: AsyncWrite + Unpin>(
         let local = offset.max(s0) - s0;
         let local_len = end.min(s1) - s0 - local;
         let (first, crange, skip) = dare::package_range(local, local_len, seg.plain_len);
-        let (rd, mut wr) = tokio::io::duplex(256 << 10);
-        let read = async {
-            let r = layer
-                .read_object(
-                    opened,
-                    seg.cipher_offset + crange.start,
-                    crange.end - crange.start,
-                    &mut wr,
-                )
-                .await;
-            drop(wr);
-            r
-        };
-        let dec = decrypt_stream(&seg.key, first, rd, skip, local_len, &mut *out);
-        let (r, d) = tokio::join!(read, dec);
+        let mut sink = PlainSink::new(&seg.key, first, skip, local_len, &mut *out);
+        let r = layer
+            .read_object_chunks(
+                opened,
+                seg.cipher_offset + crange.start,
+                crange.end - crange.start,
+                &mut sink,
+            )
+            .await;
+        if let Some(e) = sink.failed.take() {
+            return Err((false, e));
+        }
         if let Err(e) = r {
             return Err((matches!(e, object::layer::Error::Output(_)), e.to_string()));
         }
-        d.map_err(|e| (false, e))?;
+        sink.finish()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Collect(Vec<Vec<u8>>);
+
+    impl ChunkSink for Collect {
+        async fn put(&mut self, chunk: Chunk) -> io::Result<()> {
+            self.0.push(chunk.as_slice().to_vec());
+            Ok(())
+        }
+    }
+
+    fn chunk(b: &[u8]) -> Chunk {
+        Chunk::from(b.to_vec())
+    }
+
+    fn plaintext(len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i.wrapping_mul(31) ^ (i >> 11)) as u8)
+            .collect()
+    }
+
+    /// Feeds the ciphertext of `offset..offset + len` in chunks of `step`
+    /// bytes, as the object layer would hand it over.
+    async fn open_range(
+        cipher: &[u8],
+        plain_len: u64,
+        offset: u64,
+        len: u64,
+        step: usize,
+    ) -> (Collect, Result<(), (bool, String)>) {
+        let key = [7u8; 32];
+        let (first, crange, skip) = dare::package_range(offset, len, plain_len);
+        let mut out = Collect::default();
+        let mut sink = PlainSink::new(&key, first, skip, len, &mut out);
+        let range = &cipher[crange.start as usize..crange.end as usize];
+        let mut r = Ok(());
+        for chunk in range.chunks(step) {
+            if let Err(e) = sink.put(super::tests::chunk(chunk)).await {
+                r = Err((false, sink.failed.take().unwrap_or_else(|| e.to_string())));
+                break;
+            }
+        }
+        if r.is_ok() {
+            r = sink.finish();
+        }
+        (out, r)
+    }
+
+    #[tokio::test]
+    async fn ranges_across_packages_and_chunks() {
+        let p = PAYLOAD_LEN as u64;
+        let plain_len = 40 * p + 1234;
+        let plain = plaintext(plain_len as usize);
+        let cipher = Encryptor::new(&[7u8; 32], [3u8; 12], CipherSuite::Aes256Gcm).seal_all(&plain);
+        let cases = [
+            (0, plain_len),
+            (0, 1),
+            (p - 1, 2),
+            (p, p),
+            (5, 20 * p),
+            (17 * p - 3, 23 * p + 1237 - 17 * p),
+            (plain_len - 1, 1),
+            (3 * p + 100, 16 * p),
+        ];
+        // Chunks smaller than a header, straddling packages, and larger
+        // than a frame.
+        for step in [7, 1000, 65_568, 100_000, 524_288, 3 << 20] {
+            for (off, len) in cases {
+                let (out, r) = open_range(&cipher, plain_len, off, len, step).await;
+                r.unwrap_or_else(|e| panic!("{off}+{len} step {step}: {e:?}"));
+                let got: Vec<u8> = out.0.iter().flat_map(|c| c.iter().copied()).collect();
+                assert!(
+                    got == plain[off as usize..(off + len) as usize],
+                    "{off}+{len} step {step}"
+                );
+                // One piece per package touched (whole or gathered).
+                assert!(out.0.len() as u64 <= len.div_ceil(p) + 1);
+                assert!(
+                    out.0
+                        .iter()
+                        .all(|c| !c.is_empty() && c.len() <= PAYLOAD_LEN)
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tampered_package_stops_before_its_plaintext() {
+        let p = PAYLOAD_LEN as u64;
+        let plain_len = 40 * p;
+        let plain = plaintext(plain_len as usize);
+        let mut cipher =
+            Encryptor::new(&[7u8; 32], [3u8; 12], CipherSuite::Aes256Gcm).seal_all(&plain);
+        // A ciphertext byte of package 20.
+        cipher[20 * dare::PACKAGE_LEN + 500] ^= 1;
+        for step in [1000, 524_288] {
+            let (out, r) = open_range(&cipher, plain_len, 0, plain_len, step).await;
+            let (client_gone, e) = r.unwrap_err();
+            assert!(!client_gone && e.contains("decrypting"), "{e}");
+            let got: Vec<u8> = out.0.iter().flat_map(|c| c.iter().copied()).collect();
+            // Only whole frames of authenticated packages before it.
+            assert!(got.len() as u64 <= 20 * p);
+            assert!(got == plain[..got.len()]);
+        }
+        // A truncated stream is an error too.
+        let mut out = Collect::default();
+        let mut sink = PlainSink::new(&[7u8; 32], 0, 0, 12 * p, &mut out);
+        for chunk in cipher[..10 * dare::PACKAGE_LEN + 100].chunks(4096) {
+            sink.put(super::tests::chunk(chunk)).await.unwrap();
+        }
+        assert!(sink.finish().unwrap_err().1.contains("ended early"));
+    }
 }

@@ -279,25 +279,56 @@ impl Decryptor {
     /// Opens one whole package (`package_len` bytes) and appends its
     /// plaintext to `out`; nothing is appended unless it authenticates.
     pub fn open_package(&mut self, package: &[u8], out: &mut Vec<u8>) -> Result<(), DareError> {
+        if self.finished {
+            return Err(DareError::UnexpectedData);
+        }
+        if package.len() < HEADER_LEN {
+            return Err(DareError::InvalidPayloadSize(self.seq));
+        }
+        let mut header = [0u8; HEADER_LEN];
+        header.copy_from_slice(&package[..HEADER_LEN]);
+        let start = out.len();
+        out.extend_from_slice(&package[HEADER_LEN..]);
+        match self.open_detached(&header, &mut out[start..]) {
+            Ok(n) => {
+                out.truncate(start + n);
+                Ok(())
+            }
+            Err(e) => {
+                out.truncate(start);
+                Err(e)
+            }
+        }
+    }
+
+    /// Opens one whole package in place, its header given apart: `sealed`
+    /// holds the rest of the package (ciphertext and tag). On success the
+    /// plaintext is `sealed[..n]` and `n` is returned; on failure the
+    /// contents of `sealed` are unspecified and must not be used (they are
+    /// not authenticated plaintext).
+    pub fn open_detached(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        sealed: &mut [u8],
+    ) -> Result<usize, DareError> {
         let seq_no = self.seq;
         if self.finished {
             return Err(DareError::UnexpectedData);
         }
-        if package.len() <= OVERHEAD {
+        let package_len = HEADER_LEN + sealed.len();
+        if package_len <= OVERHEAD {
             return Err(DareError::InvalidPayloadSize(seq_no));
         }
-        let mut header = [0u8; HEADER_LEN];
-        header.copy_from_slice(&package[..HEADER_LEN]);
         if header[0] != VERSION {
             return Err(DareError::UnsupportedVersion(seq_no));
         }
         let suite = CipherSuite::from_id(header[1]).ok_or(DareError::UnsupportedCipher(seq_no))?;
-        let reference = *self.reference.get_or_insert(header);
+        let reference = *self.reference.get_or_insert(*header);
         if header[1] != reference[1] {
             return Err(DareError::UnsupportedCipher(seq_no));
         }
         let len = usize::from(u16::from_le_bytes([header[2], header[3]])) + 1;
-        if package.len() != HEADER_LEN + len + TAG_LEN {
+        if package_len != HEADER_LEN + len + TAG_LEN {
             return Err(DareError::InvalidPayloadSize(seq_no));
         }
         let last = header[4] & 0x80 != 0;
@@ -316,27 +347,19 @@ impl Decryptor {
             return Err(DareError::NonceMismatch(seq_no));
         }
         let seq = u32::try_from(seq_no).map_err(|_| DareError::TooLong)?;
-        let nonce = package_nonce(&header, seq);
+        let nonce = package_nonce(header, seq);
         let key = self.keys[usize::from(suite.id())].get_or_insert_with(|| suite.key(&self.key));
-        let start = out.len();
-        out.extend_from_slice(&package[HEADER_LEN..]);
-        match key.open_in_place(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(&header[..4]),
-            &mut out[start..],
-        ) {
-            Ok(plain) => {
-                let n = plain.len();
-                out.truncate(start + n);
-            }
-            Err(_) => {
-                out.truncate(start);
-                return Err(DareError::TagMismatch(seq_no));
-            }
-        }
+        let n = key
+            .open_in_place(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(&header[..4]),
+                sealed,
+            )
+            .map_err(|_| DareError::TagMismatch(seq_no))?
+            .len();
         self.seq += 1;
         self.finished = last;
-        Ok(())
+        Ok(n)
     }
 
     /// Opens a whole stream (or, from a later `start_seq`, the rest of

@@ -60,7 +60,7 @@ pub use error::{Error, Result};
 pub use list::{ListOptions, ListResult, ListVersionsResult, ListedObject};
 pub use lock::{LocalLocker, LockGuard, Locker};
 pub use multipart::{UploadInfo, UploadedPart};
-pub use set::ErasureSet;
+pub use set::{Chunk, ChunkSink, ErasureSet, WriteSink};
 pub use types::*;
 
 use crate::bucketmeta::BucketMetadata;
@@ -918,13 +918,30 @@ impl ObjectLayer {
         version: Option<VersionSel>,
     ) -> Result<OpenObject> {
         names::check_key(key)?;
-        self.check_bucket_exists(bucket).await?;
+        names::check_bucket(bucket)?;
         let guard = self
             .locker
             .read(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
             .await?;
-        let pool = self.pool_for_read(bucket, key, version).await?;
-        let (info, resolved) = self.set_in(pool, key).open(bucket, key, version).await?;
+        // The bucket's existence is asked of the drives only when the
+        // object is not found (or not readable): an object agreed by a read
+        // quorum is in an existing bucket.
+        let opened = match self.pool_for_read(bucket, key, version).await {
+            Ok(pool) => self
+                .set_in(pool, key)
+                .open(bucket, key, version)
+                .await
+                .map(|(info, resolved)| (pool, info, resolved)),
+            Err(e) => Err(e),
+        };
+        let (pool, info, resolved) = match opened {
+            Ok(x) => x,
+            Err(e) if e.is_not_found() || matches!(e, Error::ReadQuorum { .. }) => {
+                self.check_bucket_exists(bucket).await?;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         Ok(OpenObject {
             info,
             resolved,
@@ -970,6 +987,51 @@ impl ObjectLayer {
             });
         }
         Ok(())
+    }
+
+    /// Reads `offset..offset + length` of an opened version into `sink`,
+    /// as slices of the buffers the verified shards were read into (no
+    /// copy of the object's bytes on the way); damaged drives it met are
+    /// queued for healing.
+    pub async fn read_object_chunks<S: ChunkSink>(
+        &self,
+        object: &OpenObject,
+        offset: u64,
+        length: u64,
+        sink: &mut S,
+    ) -> Result<()> {
+        let info = &object.info;
+        if offset.checked_add(length).is_none_or(|end| end > info.size) {
+            return Err(Error::InvalidRange {
+                offset,
+                length,
+                size: info.size,
+            });
+        }
+        let report = self
+            .set_in(object.pool, &info.key)
+            .read_resolved_chunks(
+                &info.bucket,
+                &info.key,
+                &object.resolved,
+                offset,
+                length,
+                sink,
+            )
+            .await;
+        let bad_drives = match &report {
+            Ok(r) => r.bad_drives.clone(),
+            Err(_) => Vec::new(),
+        };
+        if !bad_drives.is_empty() {
+            let _ = self.heal_tx.try_send(HealRequest {
+                bucket: info.bucket.clone(),
+                key: info.key.clone(),
+                version: Some(info.version_id.map_or(VersionSel::Null, VersionSel::Id)),
+                bad_drives,
+            });
+        }
+        report.map(|_| ())
     }
 
     /// Objects waiting in the heal queue.

@@ -17,18 +17,19 @@
 //! loss on a quorum of drives. A crash before that leaves only files under
 //! `.minio.sys/tmp`, which [`ErasureSet::clean_tmp`] removes at start.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bitrot::{Bitrot, HASH_LEN};
+use bytes::Bytes;
 use drive::format::{META_VOLUME, TMP_VOLUME};
-use drive::{AlignedBuf, Drive, DriveError};
+use drive::{ALIGN, AlignedBuf, BufferPool, Drive, DriveError, align_up};
 use ec_simd::ReedSolomon;
 use md5::{Digest, Md5};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 use uuid::Uuid;
 
 use super::LOCK_TIMEOUT;
@@ -50,6 +51,15 @@ pub const INLINE_SHARD_LIMIT: u64 = 128 << 10;
 pub const MAX_OBJECT_SIZE: u64 = 5 << 40;
 /// Largest `xl.meta` read from a drive.
 pub const MAX_XL_META: u64 = 32 << 20;
+/// Erasure blocks whose shard reads a GET keeps in flight beyond the one
+/// it is sending.
+const READ_AHEAD_BLOCKS: usize = 2;
+/// Record buffers out at once per buffer size (beyond it reads allocate).
+const MAX_READ_BUFS: usize = 1024;
+/// Record buffers kept for reuse per buffer size.
+const IDLE_READ_BUFS: usize = 32;
+/// Buffer sizes pooled per set (objects of unusual block sizes allocate).
+const MAX_READ_POOLS: usize = 4;
 /// Shard blocks queued per drive writer (back-pressure).
 const WRITE_QUEUE: usize = 4;
 /// The `v` field: the writer's release, as a Unix time.
@@ -167,6 +177,7 @@ pub struct ErasureSet {
     default_parity: usize,
     coders: Mutex<HashMap<(usize, usize), Coder>>,
     pub(crate) bitrot: Bitrot,
+    read_pools: Mutex<ReadPools>,
 }
 
 /// What reading the metadata of one object on every drive gave.
@@ -193,6 +204,7 @@ impl ErasureSet {
             default_parity,
             coders: Mutex::new(HashMap::new()),
             bitrot: Bitrot::minio(),
+            read_pools: Mutex::new(ReadPools::default()),
         })
     }
 
@@ -915,6 +927,25 @@ impl ErasureSet {
         length: u64,
         out: &mut W,
     ) -> Result<ReadReport> {
+        let report = self
+            .read_resolved_chunks(bucket, key, r, offset, length, &mut WriteSink(&mut *out))
+            .await?;
+        out.flush().await.map_err(Error::Output)?;
+        Ok(report)
+    }
+
+    /// Reads `offset..offset + length` of a resolved version, handing the
+    /// verified bytes to `sink` as slices of the buffers the shards were
+    /// read into (no copy on the way when every data shard is healthy).
+    pub(crate) async fn read_resolved_chunks<S: ChunkSink>(
+        &self,
+        bucket: &str,
+        key: &str,
+        r: &Resolved,
+        offset: u64,
+        length: u64,
+        sink: &mut S,
+    ) -> Result<ReadReport> {
         let dir = object_dir(key);
         let mut report = ReadReport::default();
         for (d, a) in r.agree.iter().enumerate() {
@@ -923,17 +954,32 @@ impl ErasureSet {
             }
         }
         if length > 0 {
-            self.read_range(bucket, key, &dir, r, offset, length, out, &mut report)
+            self.read_range(bucket, key, &dir, r, offset, length, sink, &mut report)
                 .await?;
         }
-        out.flush().await.map_err(Error::Output)?;
         report.bad_drives.sort_unstable();
         report.bad_drives.dedup();
         Ok(report)
     }
 
+    /// The pool of record buffers of `bytes` (reads of shard records land
+    /// in them; a buffer returns to its pool when the last slice of it
+    /// handed to a sink is dropped).
+    fn read_pool(&self, bytes: usize) -> Option<BufferPool> {
+        let mut pools = self.read_pools.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = pools.0.get(&bytes) {
+            return Some(p.clone());
+        }
+        if pools.0.len() >= MAX_READ_POOLS {
+            return None;
+        }
+        let pool = BufferPool::new(bytes, MAX_READ_BUFS, IDLE_READ_BUFS).ok()?;
+        pools.0.insert(bytes, pool.clone());
+        Some(pool)
+    }
+
     #[allow(clippy::too_many_arguments)]
-    async fn read_range<W: AsyncWrite + Unpin + Send>(
+    async fn read_range<S: ChunkSink>(
         &self,
         bucket: &str,
         key: &str,
@@ -941,7 +987,7 @@ impl ErasureSet {
         r: &Resolved,
         offset: u64,
         length: u64,
-        out: &mut W,
+        sink: &mut S,
         report: &mut ReadReport,
     ) -> Result<()> {
         let ov = r
@@ -972,69 +1018,189 @@ impl ErasureSet {
         }
         let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
         let shard_size = block_size.div_ceil(k as u64) as usize;
+        let inline = inline_of(ov);
+        // Every record of a part fits a buffer of this size together with
+        // the alignment slack before it (reads start on an ALIGN boundary).
+        let pool = if inline {
+            None
+        } else {
+            self.read_pool(align_up(HASH_LEN + shard_size) + ALIGN)
+        };
         let mut bad = vec![false; n];
         let mut part_start = 0u64;
         let end = offset + length;
-        for (pi, (&pn, &psize)) in ov.part_numbers.iter().zip(&ov.part_sizes).enumerate() {
-            let psize = u64::try_from(psize).unwrap_or(0);
-            let (p0, p1) = (part_start, part_start + psize);
-            part_start = p1;
-            if p1 <= offset || p0 >= end || psize == 0 {
-                continue;
+        let result = async {
+            for (pi, (&pn, &psize)) in ov.part_numbers.iter().zip(&ov.part_sizes).enumerate() {
+                let psize = u64::try_from(psize).unwrap_or(0);
+                let (p0, p1) = (part_start, part_start + psize);
+                part_start = p1;
+                if p1 <= offset || p0 >= end || psize == 0 {
+                    continue;
+                }
+                let path: Arc<str> = format!("{dir}/{data_dir}/part.{pn}").into();
+                let layout = bitrot::ShardLayout::new(shard_size, shard_data_len(psize, k))
+                    .map_err(|e| Error::Internal(format!("layout: {e}")))?;
+                let frame = bitrot::ShardFrame::new(layout, self.bitrot);
+                let lo = offset.max(p0) - p0;
+                let hi = end.min(p1) - p0;
+                let (b0, b1) = (lo / block_size, (hi - 1) / block_size);
+                let geometry = |b: u64| {
+                    let blk_start = b * block_size;
+                    let blk_len = (psize - blk_start).min(block_size) as usize;
+                    (blk_start, blk_len, blk_len.div_ceil(k))
+                };
+                let src = FetchSource {
+                    bucket,
+                    path: &path,
+                    frame: &frame,
+                    holder: &holder,
+                    pool: pool.as_ref(),
+                };
+                // Shard reads of the next blocks are in flight while the
+                // current one is verified and sent.
+                let mut ahead: VecDeque<BlockFetch> = VecDeque::new();
+                let mut next = b0;
+                loop {
+                    while !inline && ahead.len() <= READ_AHEAD_BLOCKS && next <= b1 {
+                        ahead.push_back(self.fetch_block(&src, k, next, geometry(next).2, &bad));
+                        next += 1;
+                    }
+                    let b = match ahead.front() {
+                        Some(f) => f.block,
+                        None if next <= b1 => next,
+                        None => break,
+                    };
+                    let (blk_start, blk_len, sl) = geometry(b);
+                    let fetched = ahead.pop_front();
+                    if fetched.is_none() {
+                        next += 1;
+                    }
+                    let block = self
+                        .finish_block(&rs, &src, r, fetched, b, sl, pi, &mut bad, inline)
+                        .await
+                        .map_err(|e| match e {
+                            Error::DataUnreadable {
+                                block,
+                                intact,
+                                needed,
+                                ..
+                            } => Error::DataUnreadable {
+                                bucket: bucket.into(),
+                                key: key.into(),
+                                part: pn,
+                                block,
+                                intact,
+                                needed,
+                            },
+                            e => e,
+                        })?;
+                    let from = (lo.max(blk_start) - blk_start) as usize;
+                    let to = (hi.min(blk_start + blk_len as u64) - blk_start) as usize;
+                    send_shards(sink, block, sl, from, to).await?;
+                }
             }
-            let path = format!("{dir}/{data_dir}/part.{pn}");
-            let layout = bitrot::ShardLayout::new(shard_size, shard_data_len(psize, k))
-                .map_err(|e| Error::Internal(format!("layout: {e}")))?;
-            let frame = bitrot::ShardFrame::new(layout, self.bitrot);
-            let lo = offset.max(p0) - p0;
-            let hi = end.min(p1) - p0;
-            let (b0, b1) = (lo / block_size, (hi - 1) / block_size);
-            for b in b0..=b1 {
-                let blk_start = b * block_size;
-                let blk_len = (psize - blk_start).min(block_size) as usize;
-                let sl = blk_len.div_ceil(k);
-                let block = self
-                    .read_block(
-                        &rs,
-                        bucket,
-                        &path,
-                        r,
-                        &holder,
-                        &frame,
-                        b,
-                        sl,
-                        pi,
-                        &mut bad,
-                        inline_of(ov),
-                    )
-                    .await
-                    .map_err(|e| match e {
-                        Error::DataUnreadable {
-                            block,
-                            intact,
-                            needed,
-                            ..
-                        } => Error::DataUnreadable {
-                            bucket: bucket.into(),
-                            key: key.into(),
-                            part: pn,
-                            block,
-                            intact,
-                            needed,
-                        },
-                        e => e,
-                    })?;
-                let from = lo.max(blk_start) - blk_start;
-                let to = hi.min(blk_start + blk_len as u64) - blk_start;
-                write_shards(out, &block, sl, from as usize, to as usize).await?;
-            }
+            Ok(())
         }
+        .await;
         for (d, b) in bad.iter().enumerate() {
             if *b {
                 report.bad_drives.push(d);
             }
         }
-        Ok(())
+        result
+    }
+
+    /// Starts the reads of block `b`'s first `k` shards that have a drive
+    /// not known bad (data shards first), each verified as it arrives.
+    fn fetch_block(
+        &self,
+        src: &FetchSource<'_>,
+        k: usize,
+        b: u64,
+        sl: usize,
+        bad: &[bool],
+    ) -> BlockFetch {
+        let mut reads = Vec::with_capacity(k);
+        for (s, holders) in src.holder.iter().enumerate() {
+            if reads.len() == k {
+                break;
+            }
+            let Some(&d) = holders.iter().find(|&&d| !bad[d]) else {
+                continue;
+            };
+            let drive = self.drives[d].clone();
+            let (bucket, path) = (src.bucket.to_owned(), Arc::clone(src.path));
+            let (frame, pool) = (*src.frame, src.pool.cloned());
+            let task = tokio::spawn(async move {
+                read_record(&*drive, &bucket, &path, &frame, b, sl, pool.as_ref()).await
+            });
+            reads.push((s, d, task));
+        }
+        BlockFetch { block: b, reads }
+    }
+
+    /// The `k` data shards of block `b`: from its fetch when every shard
+    /// read came back verified (reconstructing from parity if the fetch
+    /// had to include parity), else read again shard by shard, trying
+    /// every remaining drive ([`read_block`](Self::read_block)).
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_block(
+        &self,
+        rs: &Coder,
+        src: &FetchSource<'_>,
+        r: &Resolved,
+        fetched: Option<BlockFetch>,
+        b: u64,
+        sl: usize,
+        pi: usize,
+        bad: &mut [bool],
+        inline: bool,
+    ) -> Result<Vec<Chunk>> {
+        let n = self.drives.len();
+        let k = rs.data_shards();
+        if let Some(mut f) = fetched {
+            let mut shards: Vec<Option<Chunk>> = (0..n).map(|_| None).collect();
+            let mut have = 0;
+            for (s, d, task) in f.reads.drain(..) {
+                let got = match task.await {
+                    Ok(Ok(data)) if data.len() == sl => Ok(data),
+                    Ok(Ok(data)) => Err(format!("record of {} bytes, expected {sl}", data.len())),
+                    Ok(Err(e)) => Err(e),
+                    Err(e) => Err(format!("read task: {e}")),
+                };
+                match got {
+                    Ok(data) => {
+                        shards[s] = Some(data);
+                        have += 1;
+                    }
+                    Err(e) => {
+                        tracing::debug!(drive = %self.drives[d].label(), block = b, "shard read: {e}");
+                        bad[d] = true;
+                    }
+                }
+            }
+            if have == k {
+                if shards[..k].iter().all(Option::is_some) {
+                    return Ok(shards.into_iter().take(k).flatten().collect());
+                }
+                let present: Vec<bool> = shards.iter().map(Option::is_some).collect();
+                let mut bufs: Vec<Vec<u8>> = shards
+                    .iter()
+                    .map(|x| {
+                        x.as_ref()
+                            .map_or_else(|| vec![0u8; sl], |x| x.as_slice().to_vec())
+                    })
+                    .collect();
+                rs.reconstruct_data(&mut bufs, &present)?;
+                return Ok(bufs.into_iter().take(k).map(Chunk::from).collect());
+            }
+        }
+        let block = self
+            .read_block(
+                rs, src.bucket, src.path, r, src.holder, src.frame, b, sl, pi, bad, inline,
+            )
+            .await?;
+        Ok(block.into_iter().take(k).map(Chunk::from).collect())
     }
 
     /// Reads block `b` of a part: `k` intact shards (data shards first),
@@ -1748,29 +1914,240 @@ async fn join_count(set: &mut JoinSet<Result<()>>) -> usize {
     ok
 }
 
-/// Writes bytes `from..to` of a block, given as `k` data shards of `sl`
-/// bytes (the first shards of `shards`).
-async fn write_shards<W: AsyncWrite + Unpin>(
-    out: &mut W,
-    shards: &[Vec<u8>],
+/// Hands bytes `from..to` of a block, given as its `k` data shards of `sl`
+/// bytes, to `sink`: the shards touched, narrowed to the range, no copy.
+async fn send_shards<S: ChunkSink>(
+    sink: &mut S,
+    shards: Vec<Chunk>,
     sl: usize,
     from: usize,
     to: usize,
 ) -> Result<()> {
-    if sl == 0 {
+    if sl == 0 || from >= to {
         return Ok(());
     }
-    let mut pos = from;
-    while pos < to {
-        let s = pos / sl;
-        let o = pos % sl;
-        let take = (sl - o).min(to - pos);
-        out.write_all(&shards[s][o..o + take])
+    let (first, last) = (from / sl, (to - 1) / sl);
+    if last >= shards.len() {
+        return Err(Error::Internal("block shorter than its range".into()));
+    }
+    for (s, shard) in shards.into_iter().enumerate() {
+        if s < first || s > last {
+            continue;
+        }
+        let lo = from.max(s * sl) - s * sl;
+        let hi = to.min((s + 1) * sl) - s * sl;
+        sink.put(shard.narrow(lo..hi))
             .await
             .map_err(Error::Output)?;
-        pos += take;
     }
     Ok(())
+}
+
+/// Verified bytes of a read, in a buffer of their own: a sink may change
+/// them in place (decrypt them) before handing them on, or hand them on as
+/// [`Bytes`] without a copy.
+pub struct Chunk {
+    buf: ChunkBuf,
+    range: std::ops::Range<usize>,
+}
+
+enum ChunkBuf {
+    /// A record buffer a shard was read into.
+    Record(AlignedBuf),
+    /// Bytes rebuilt from parity, or inline data.
+    Owned(Vec<u8>),
+    /// Shared bytes (changing them in place copies them first).
+    Shared(Bytes),
+}
+
+impl Chunk {
+    fn record(buf: AlignedBuf, range: std::ops::Range<usize>) -> Chunk {
+        Chunk {
+            buf: ChunkBuf::Record(buf),
+            range,
+        }
+    }
+
+    /// Bytes in the chunk.
+    pub fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    /// Whether the chunk is empty.
+    pub fn is_empty(&self) -> bool {
+        self.range.is_empty()
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.buf {
+            ChunkBuf::Record(b) => &b[self.range.clone()],
+            ChunkBuf::Owned(v) => &v[self.range.clone()],
+            ChunkBuf::Shared(b) => &b[self.range.clone()],
+        }
+    }
+
+    /// The bytes, to change in place (shared bytes are copied first).
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        if let ChunkBuf::Shared(b) = &self.buf {
+            let v = b[self.range.clone()].to_vec();
+            self.range = 0..v.len();
+            self.buf = ChunkBuf::Owned(v);
+        }
+        match &mut self.buf {
+            ChunkBuf::Record(b) => &mut b[self.range.clone()],
+            ChunkBuf::Owned(v) => &mut v[self.range.clone()],
+            ChunkBuf::Shared(_) => &mut [],
+        }
+    }
+
+    /// `range` of this chunk's bytes (clamped to them).
+    pub fn narrow(mut self, range: std::ops::Range<usize>) -> Chunk {
+        let len = self.len();
+        let (lo, hi) = (range.start.min(len), range.end.min(len));
+        let base = self.range.start;
+        self.range = base + lo..base + hi.max(lo);
+        self
+    }
+
+    /// The bytes as [`Bytes`], without a copy.
+    pub fn into_bytes(self) -> Bytes {
+        let range = self.range;
+        match self.buf {
+            ChunkBuf::Record(b) => Bytes::from_owner(RecordBuf(b)).slice(range),
+            ChunkBuf::Owned(v) => Bytes::from(v).slice(range),
+            ChunkBuf::Shared(b) => b.slice(range),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Chunk {
+    fn from(v: Vec<u8>) -> Chunk {
+        Chunk {
+            range: 0..v.len(),
+            buf: ChunkBuf::Owned(v),
+        }
+    }
+}
+
+impl From<Bytes> for Chunk {
+    fn from(b: Bytes) -> Chunk {
+        Chunk {
+            range: 0..b.len(),
+            buf: ChunkBuf::Shared(b),
+        }
+    }
+}
+
+impl std::fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chunk").field("len", &self.len()).finish()
+    }
+}
+
+/// Where a read's verified bytes go, in order, as [`Chunk`]s: the buffers
+/// the shards were read into, handed over without a copy. A sink error
+/// ends the read with [`Error::Output`].
+pub trait ChunkSink: Send {
+    /// Takes the next bytes of the range.
+    fn put(&mut self, chunk: Chunk) -> impl Future<Output = std::io::Result<()>> + Send;
+}
+
+/// A [`ChunkSink`] over an `AsyncWrite` (which copies each chunk).
+pub struct WriteSink<'a, W>(pub &'a mut W);
+
+impl<W: AsyncWrite + Unpin + Send> ChunkSink for WriteSink<'_, W> {
+    async fn put(&mut self, chunk: Chunk) -> std::io::Result<()> {
+        self.0.write_all(chunk.as_slice()).await
+    }
+}
+
+/// Pools of record buffers by size (a set sees one or two block sizes).
+#[derive(Default)]
+struct ReadPools(HashMap<usize, BufferPool>);
+
+impl std::fmt::Debug for ReadPools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+/// What the shard reads of one part share.
+struct FetchSource<'a> {
+    bucket: &'a str,
+    path: &'a Arc<str>,
+    frame: &'a bitrot::ShardFrame,
+    holder: &'a [Vec<usize>],
+    pool: Option<&'a BufferPool>,
+}
+
+/// A shard read in flight: the verified shard data, or why not.
+type ShardRead = JoinHandle<std::result::Result<Chunk, String>>;
+
+/// The shard reads of one block in flight: (shard, drive, task).
+struct BlockFetch {
+    block: u64,
+    reads: Vec<(usize, usize, ShardRead)>,
+}
+
+impl Drop for BlockFetch {
+    fn drop(&mut self) {
+        // A read that failed or was abandoned: its buffers go back now.
+        for (_, _, task) in &self.reads {
+            task.abort();
+        }
+    }
+}
+
+/// A record buffer as the owner of the [`Bytes`] slices made of it.
+struct RecordBuf(AlignedBuf);
+
+impl AsRef<[u8]> for RecordBuf {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Reads record `b` of a shard file (`sl` bytes of shard data behind its
+/// hash) and verifies it. The read starts on an [`ALIGN`] boundary so that
+/// an `O_DIRECT` read lands in place; the shard data is returned as a
+/// slice of the buffer, after its hash verified.
+async fn read_record(
+    drive: &dyn Drive,
+    bucket: &str,
+    path: &str,
+    frame: &bitrot::ShardFrame,
+    b: u64,
+    sl: usize,
+    pool: Option<&BufferPool>,
+) -> std::result::Result<Chunk, String> {
+    let rec_off = frame
+        .layout()
+        .record_offset(b)
+        .ok_or_else(|| format!("block {b} is past the shard file's end"))?;
+    let rec_len = HASH_LEN + sl;
+    let skip = (rec_off % ALIGN as u64) as usize;
+    let span = align_up(skip + rec_len);
+    let buf = match pool.and_then(BufferPool::try_get) {
+        Some(Ok(buf)) if buf.capacity() >= span => buf,
+        _ => AlignedBuf::with_capacity(span).map_err(|e| e.to_string())?,
+    };
+    let (buf, got) = drive
+        .read_file_at(bucket, path, rec_off - skip as u64, span, buf)
+        .await
+        .map_err(|e| e.to_string())?;
+    if got < skip + rec_len {
+        return Err(format!(
+            "short shard file: {} bytes at {rec_off}, expected {rec_len}",
+            got.saturating_sub(skip)
+        ));
+    }
+    match frame.open(b, &buf[skip..skip + rec_len]) {
+        Ok(data) if data.len() == sl => {}
+        Ok(data) => return Err(format!("record of {} bytes, expected {sl}", data.len())),
+        Err(e) => return Err(e.to_string()),
+    }
+    Ok(Chunk::record(buf, skip + HASH_LEN..skip + rec_len))
 }
 
 pub(crate) async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> Result<usize> {

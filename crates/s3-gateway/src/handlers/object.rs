@@ -445,11 +445,18 @@ pub(super) async fn get_object<B>(
         tokio::spawn(async move {
             let result = match segments {
                 None => layer
-                    .read_object(&opened, offset, len, &mut writer)
+                    .read_object_chunks(&opened, offset, len, &mut writer)
                     .await
                     .map_err(|e| (matches!(e, object::layer::Error::Output(_)), e.to_string())),
                 Some(segs) => {
-                    encryption::read_plain(&layer, &opened, &segs, (offset, len), &mut writer).await
+                    encryption::read_plain_chunks(
+                        &layer,
+                        &opened,
+                        &segs,
+                        (offset, len),
+                        &mut writer,
+                    )
+                    .await
                 }
             };
             if let Err((client_gone, e)) = result {
