@@ -25,8 +25,11 @@
 //!   server's shape, a multi-thread tokio runtime with 2 workers and `n`
 //!   tasks, each feeding 4 blocks of 1 MiB: `md-5` (inline, as
 //!   `feed_writers` does today) against `hub-async`
-//!   (`Hasher::update_block(..).await`). CPU time is the sum over the
-//!   process's threads (`/proc/self/task/*/schedstat`).
+//!   (`Hasher::update_block(..).await`), `hub-sync-inline`
+//!   (`Hasher::update` called in the task, blocking the worker) and
+//!   `hub-sync-blocking` (`Hasher::update` in `spawn_blocking`). CPU time
+//!   is the sum over the process's threads (`/proc/self/task/*/schedstat`;
+//!   the blocking pool's threads stay alive between iterations).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -216,14 +219,29 @@ fn hub_threads(c: &mut Criterion) {
     eprintln!("hub-sync stats: {:?}", hub.stats());
 }
 
-/// One iteration of `tasks` tokio tasks hashing their streams on `rt`;
-/// returns (process CPU time, wall time). `bufs[t]` are task `t`'s blocks,
-/// moved into the task and back (the server hands over its read buffer the
-/// same way).
+/// How the tokio tasks hash their blocks.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// `md-5` inline in the task (what `feed_writers` does today).
+    Md5,
+    /// `Hasher::update_block(..).await`.
+    HubAsync,
+    /// `Hasher::update` inline in the task (blocks the worker thread while
+    /// it waits for a lane).
+    HubSyncInline,
+    /// `Hasher::update` in `spawn_blocking`.
+    HubSyncBlocking,
+}
+
+/// One iteration of `bufs.len()` tokio tasks hashing their streams on
+/// `rt`; returns (process CPU time, wall time). `bufs[t]` are task `t`'s
+/// blocks, moved into the task and back (the server hands over its read
+/// buffer the same way).
 fn run_tasks(
     rt: &tokio::runtime::Runtime,
     bufs: &mut [Vec<Vec<u8>>],
-    hub: Option<&Md5Hub>,
+    hub: &Md5Hub,
+    mode: Mode,
 ) -> (Duration, Duration) {
     let cpu0 = process_cpu_ns();
     let start = Instant::now();
@@ -231,10 +249,18 @@ fn run_tasks(
         let mut set = tokio::task::JoinSet::new();
         for (t, task_bufs) in bufs.iter_mut().enumerate() {
             let mut mine = std::mem::take(task_bufs);
-            let hub = hub.cloned();
+            let hub = hub.clone();
             set.spawn(async move {
-                let digest: [u8; 16] = match hub {
-                    Some(hub) => {
+                let digest: [u8; 16] = match mode {
+                    Mode::Md5 => {
+                        let mut h = Md5::new();
+                        for buf in &mine {
+                            h.update(buf);
+                            tokio::task::yield_now().await;
+                        }
+                        h.finalize().into()
+                    }
+                    Mode::HubAsync => {
                         let mut h = hub.hasher();
                         for buf in &mut mine {
                             let block = std::mem::take(buf);
@@ -243,13 +269,26 @@ fn run_tasks(
                         }
                         h.finalize()
                     }
-                    None => {
-                        let mut h = Md5::new();
+                    Mode::HubSyncInline => {
+                        let mut h = hub.hasher();
                         for buf in &mine {
                             h.update(buf);
                             tokio::task::yield_now().await;
                         }
-                        h.finalize().into()
+                        h.finalize()
+                    }
+                    Mode::HubSyncBlocking => {
+                        let mut h = hub.hasher();
+                        for buf in &mut mine {
+                            let block = std::mem::take(buf);
+                            (h, *buf) = tokio::task::spawn_blocking(move || {
+                                h.update(&block);
+                                (h, block)
+                            })
+                            .await
+                            .expect("blocking hash");
+                        }
+                        h.finalize()
                     }
                 };
                 (t, mine, digest)
@@ -294,7 +333,13 @@ fn hub_tokio(c: &mut Criterion) {
             g.warm_up_time(Duration::from_millis(300));
             g.measurement_time(Duration::from_secs(2));
             g.sample_size(10);
-            for (name, hub) in [("md-5", None), ("hub-async", Some(&hub))] {
+            let kernel = hub.kernel().name();
+            for (name, param, mode) in [
+                ("md-5", "", Mode::Md5),
+                ("hub-async", kernel, Mode::HubAsync),
+                ("hub-sync-inline", kernel, Mode::HubSyncInline),
+                ("hub-sync-blocking", kernel, Mode::HubSyncBlocking),
+            ] {
                 let mut bufs: Vec<Vec<Vec<u8>>> = (0..tasks)
                     .map(|t| {
                         (0..BLOCKS_PER_STREAM)
@@ -302,19 +347,16 @@ fn hub_tokio(c: &mut Criterion) {
                             .collect()
                     })
                     .collect();
-                g.bench_function(
-                    BenchmarkId::new(name, hub.map_or("", |h| h.kernel().name())),
-                    |b| {
-                        b.iter_custom(|iters| {
-                            let mut total = Duration::ZERO;
-                            for _ in 0..iters {
-                                let (cpu, wall) = run_tasks(&rt, &mut bufs, hub);
-                                total += if pick == 0 { cpu } else { wall };
-                            }
-                            total
-                        })
-                    },
-                );
+                g.bench_function(BenchmarkId::new(name, param), |b| {
+                    b.iter_custom(|iters| {
+                        let mut total = Duration::ZERO;
+                        for _ in 0..iters {
+                            let (cpu, wall) = run_tasks(&rt, &mut bufs, &hub, mode);
+                            total += if pick == 0 { cpu } else { wall };
+                        }
+                        total
+                    })
+                });
             }
             g.finish();
         }

@@ -483,6 +483,14 @@ impl Combiner<'_> {
             }
             self.refill();
             let n = self.lanes.len();
+            // Alone in the lanes while other hashers are live: look at the
+            // queue again sooner, so that their blocks join before this one
+            // has spent much of its job on the single-stream code.
+            let quantum = if n == 1 && s.live_hashers.load(Ordering::Relaxed) > 1 {
+                (quantum / 8).max(1)
+            } else {
+                quantum
+            };
             let blocks = self
                 .lanes
                 .iter()
