@@ -234,7 +234,7 @@ class RoundTripTests(SseCase):
     def test_sse_kms_with_key_id_and_context(self):
         bucket = self.new_bucket()
         body = data_of(2 * PKG + 17, seed=2)
-        context = b64(json.dumps({"project": "tessera", "team": "storage"}).encode())
+        context = b64(json.dumps({"team": "storage", "project": "tessera"}).encode())
         put = self.s3.put_object(
             Bucket=bucket,
             Key="kms",
@@ -244,6 +244,9 @@ class RoundTripTests(SseCase):
             SSEKMSEncryptionContext=context,
         )
         self.assert_sse_kms(put)
+        # The context comes back as stored: canonical JSON (sorted keys, no
+        # spaces), base64.
+        self.assertEqual(put["SSEKMSEncryptionContext"], b64(b'{"project":"tessera","team":"storage"}'))
         head = self.s3.head_object(Bucket=bucket, Key="kms")
         self.assert_sse_kms(head)
         self.assertEqual(head["ContentLength"], len(body))
@@ -265,8 +268,9 @@ class RoundTripTests(SseCase):
         bucket = self.new_bucket()
         put = self.s3.put_object(Bucket=bucket, Key="kms", Body=b"default key", ServerSideEncryption="aws:kms")
         # Without a key id, the KMS's default key (the static key) is used
-        # and named.
+        # and named; without a context, none is answered.
         self.assert_sse_kms(put)
+        self.assertNotIn("x-amz-server-side-encryption-context", http_headers(put))
         self.assert_sse_kms(self.s3.head_object(Bucket=bucket, Key="kms"))
         self.assertEqual(self.read(bucket, "kms"), b"default key")
 
@@ -683,6 +687,7 @@ class MultipartTests(SseCase):
             create={"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": self.kms_name, "SSEKMSEncryptionContext": context},
         )
         self.assert_sse_kms(created)
+        self.assertEqual(created["SSEKMSEncryptionContext"], b64(b'{"purpose":"multipart"}'))
         for r in parts:
             self.assert_sse_kms(r)
         head = self.check_read_back(bucket, "mp", self.assert_sse_kms)
@@ -794,6 +799,12 @@ class CopyTests(SseCase):
         )
         r = self.copy("s3", "kms", ServerSideEncryption="AES256")
         self.assert_sse_s3(r)
+        # And back to SSE-KMS with a context.
+        context = b64(b'{"copy":"yes"}')
+        r = self.copy("kms2", "s3", ServerSideEncryption="aws:kms", SSEKMSEncryptionContext=context)
+        self.assert_sse_kms(r)
+        self.assertEqual(r["SSEKMSEncryptionContext"], context)
+        self.assertEqual(self.read(self.bucket, "kms2"), self.body)
         self.assert_sse_s3(self.s3.head_object(Bucket=self.bucket, Key="s3"))
         self.assertEqual(self.read(self.bucket, "s3"), self.body)
 

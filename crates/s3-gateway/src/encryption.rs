@@ -454,10 +454,15 @@ pub(crate) fn mode_headers(h: &mut http::HeaderMap, nk: &NewKey) {
             );
         }
         Mode::S3 => set(h, SSE, "AES256"),
-        Mode::Kms { .. } => {
+        Mode::Kms { context, .. } => {
             set(h, SSE, "aws:kms");
             if let Some(id) = &nk.key_id {
                 set(h, SSE_KMS_KEY, &format!("arn:aws:kms:{id}"));
+            }
+            // The client's context, as stored (canonical JSON, base64), as
+            // S3 and MinIO answer it to the writes that set it.
+            if let Some(c) = context.as_ref().filter(|c| !c.0.is_empty()) {
+                set(h, SSE_CONTEXT, &base64_encode(&c.marshal_text()));
             }
         }
     }
