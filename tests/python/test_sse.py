@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
