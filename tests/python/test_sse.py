@@ -336,6 +336,28 @@ class RoundTripTests(SseCase):
                     self.assertEqual(head["ContentLength"], size)
                     self.assertEqual(self.read(bucket, name, **get_args), body)
 
+    def test_conditions_use_the_etag_shown(self):
+        bucket = self.new_bucket()
+        key = os.urandom(32)
+        for mode, args in (("s3", {"ServerSideEncryption": "AES256"}), ("c", ssec(key))):
+            with self.subTest(mode=mode):
+                read_args = ssec(key) if mode == "c" else {}
+                etag = self.s3.put_object(Bucket=bucket, Key=mode, Body=b"conditional", **args)["ETag"]
+                self.assertEqual(self.read(bucket, mode, IfMatch=etag, **read_args), b"conditional")
+                self.assert_error(
+                    "PreconditionFailed", 412, self.s3.get_object, Bucket=bucket, Key=mode, IfMatch='"' + "0" * 32 + '"', **read_args
+                )
+                self.assert_error("304", 304, self.s3.get_object, Bucket=bucket, Key=mode, IfNoneMatch=etag, **read_args)
+                copy_args = ssec_copy(key) if mode == "c" else {}
+                self.s3.copy_object(
+                    Bucket=bucket,
+                    Key=f"{mode}-copy",
+                    CopySource={"Bucket": bucket, "Key": mode},
+                    CopySourceIfMatch=etag,
+                    **copy_args,
+                )
+                self.assertEqual(self.read(bucket, f"{mode}-copy"), b"conditional")
+
     def test_overwrite_changes_mode(self):
         bucket = self.new_bucket()
         key = os.urandom(32)
