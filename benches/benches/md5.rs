@@ -8,9 +8,14 @@
 //! ```
 //!
 //! Groups:
-//! - `md5/1MiB`: one stream, one-shot: `md-5` against `md5x/portable` (the
-//!   single-stream path of every md5x kernel).
-//! - `md5-many/<n>x1MiB` for 4, 8 and 16 streams on one thread: `md-5/loop`
+//! Every group but the `-wall` ones measures CPU time, not wall time
+//! (the bench machine is shared: other processes' load must not count), so
+//! their throughputs are bytes per CPU-second. A thread's CPU time is the
+//! first field of its `/proc/.../schedstat`.
+//!
+//! - `md5-cpu/1MiB`: one stream, one-shot: `md-5` against `md5x/portable`
+//!   (the single-stream path of every md5x kernel).
+//! - `md5-many-cpu/<n>x1MiB` for 4, 8 and 16 streams on one thread: `md-5/loop`
 //!   (one after the other) against `md5x-many/<kernel>` (`digest_many`, the
 //!   streams in the kernel's lanes) for every usable kernel. Throughput is
 //!   aggregate: all `n` MiB.
@@ -89,18 +94,30 @@ fn process_cpu_ns() -> u64 {
     total
 }
 
+/// Measures `f` in CPU time of the bench thread instead of wall time, so
+/// that other processes on a shared machine do not count against it.
+fn iter_cpu<O>(b: &mut criterion::Bencher<'_>, mut f: impl FnMut() -> O) {
+    b.iter_custom(|iters| {
+        let t0 = thread_cpu_ns();
+        for _ in 0..iters {
+            black_box(f());
+        }
+        Duration::from_nanos(thread_cpu_ns() - t0)
+    })
+}
+
 fn single_stream(c: &mut Criterion) {
     eprintln!("{}", Kernel::detection_report());
     let data = input(MIB, 1);
-    let mut g = c.benchmark_group("md5/1MiB");
+    let mut g = c.benchmark_group("md5-cpu/1MiB");
     g.throughput(Throughput::Bytes(MIB as u64));
     g.warm_up_time(Duration::from_millis(300));
     g.measurement_time(Duration::from_secs(2));
     g.bench_function(BenchmarkId::new("md-5", "scalar"), |b| {
-        b.iter(|| Md5::digest(black_box(&data)))
+        iter_cpu(b, || Md5::digest(black_box(&data)))
     });
     g.bench_function(BenchmarkId::new("md5x", "portable"), |b| {
-        b.iter(|| md5x::digest(black_box(&data)))
+        iter_cpu(b, || md5x::digest(black_box(&data)))
     });
     g.finish();
 }
@@ -111,13 +128,13 @@ fn many_streams(c: &mut Criterion) {
         // Distinct inputs at odd offsets from each other.
         let inputs: Vec<&[u8]> = (0..n).map(|i| &pool[i * MIB + i * 17..][..MIB]).collect();
         let mut out = vec![[0u8; 16]; n];
-        let mut g = c.benchmark_group(format!("md5-many/{n}x1MiB"));
+        let mut g = c.benchmark_group(format!("md5-many-cpu/{n}x1MiB"));
         g.throughput(Throughput::Bytes((n * MIB) as u64));
         g.warm_up_time(Duration::from_millis(300));
         g.measurement_time(Duration::from_secs(2));
         g.sample_size(20);
         g.bench_function(BenchmarkId::new("md-5", "loop"), |b| {
-            b.iter(|| {
+            iter_cpu(b, || {
                 for (o, i) in out.iter_mut().zip(&inputs) {
                     *o = Md5::digest(black_box(i)).into();
                 }
@@ -128,7 +145,7 @@ fn many_streams(c: &mut Criterion) {
             k.digest_many(&inputs, &mut out);
             assert_eq!(out[n - 1], <[u8; 16]>::from(Md5::digest(inputs[n - 1])));
             g.bench_function(BenchmarkId::new("md5x-many", k.name()), |b| {
-                b.iter(|| {
+                iter_cpu(b, || {
                     k.digest_many(black_box(&inputs), &mut out);
                     out[0]
                 })

@@ -765,6 +765,10 @@ impl Hasher {
     }
 }
 
+/// How long a synchronous owner of a claimed job sleeps between looks at
+/// it when no wake-up comes (a backstop: combiners wake owners).
+const CLAIMED_BACKSTOP: Duration = Duration::from_millis(20);
+
 /// Hashes `whole` (whole blocks borrowed from the caller) from `state`
 /// through the hub, synchronously. Does not return or unwind before no
 /// combiner reads `whole` any more.
@@ -811,9 +815,23 @@ fn run_sync(shared: &Shared, state: [u32; 4], whole: &[u8]) -> [u32; 4] {
                         break;
                     }
                 }
-                _ => {
+                phase => {
+                    // Queued: sleep until the job would be overdue. Claimed:
+                    // its combiner wakes us when it is done, or elects us
+                    // if it is handed back; the timeout is only a backstop
+                    // (waking every few hundred microseconds while a batch
+                    // runs would cost CPU time on every waiting thread).
+                    let nap = if phase == Phase::Queued {
+                        shared
+                            .config
+                            .max_queue_wait
+                            .saturating_sub(inner.queued_at.elapsed())
+                            + Duration::from_micros(10)
+                    } else {
+                        CLAIMED_BACKSTOP
+                    };
                     drop(inner);
-                    std::thread::park_timeout(shared.config.max_queue_wait);
+                    std::thread::park_timeout(nap);
                 }
             }
         },
