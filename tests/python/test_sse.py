@@ -358,6 +358,23 @@ class RoundTripTests(SseCase):
                 )
                 self.assertEqual(self.read(bucket, f"{mode}-copy"), b"conditional")
 
+    def test_tagging_keeps_encrypted_objects_readable(self):
+        bucket = self.new_bucket()
+        key = os.urandom(32)
+        body = data_of(PKG + 1, seed=20)
+        for mode, args in (("s3", {"ServerSideEncryption": "AES256"}), ("c", ssec(key))):
+            with self.subTest(mode=mode):
+                read_args = ssec(key) if mode == "c" else {}
+                etag = self.s3.put_object(Bucket=bucket, Key=mode, Body=body, **args)["ETag"]
+                self.s3.put_object_tagging(
+                    Bucket=bucket, Key=mode, Tagging={"TagSet": [{"Key": "color", "Value": "blue"}]}
+                )
+                tags = self.s3.get_object_tagging(Bucket=bucket, Key=mode)["TagSet"]
+                self.assertEqual(tags, [{"Key": "color", "Value": "blue"}])
+                got = self.s3.get_object(Bucket=bucket, Key=mode, **read_args)
+                self.assertEqual(got["ETag"], etag)
+                self.assertEqual(got["Body"].read(), body)
+
     def test_overwrite_changes_mode(self):
         bucket = self.new_bucket()
         key = os.urandom(32)
@@ -654,6 +671,8 @@ class RangeTests(SseCase):
                 self.assertEqual(got["PartsCount"], len(self.MP_PARTS))
                 self.assertEqual(got["ContentRange"], f"bytes {offset}-{offset + size - 1}/{len(self.mp_body)}")
                 self.assertTrue(got["Body"].read() == self.mp_body[offset : offset + size])
+                head = self.s3.head_object(Bucket=self.bucket, Key="mp", PartNumber=n, **ssec(self.key))
+                self.assertEqual(head["ContentLength"], size)
                 offset += size
 
     def test_unsatisfiable_range(self):
@@ -694,6 +713,7 @@ class MultipartTests(SseCase):
         self.assert_sse_s3(created)
         for r in parts:
             self.assert_sse_s3(r)
+        self.assert_sse_s3(done)
         head = self.check_read_back(bucket, "mp", self.assert_sse_s3)
         self.assertRegex(done["ETag"], r'^"[0-9a-f]{32}-3"$')
         self.assertEqual(head["ETag"], done["ETag"])
@@ -711,6 +731,8 @@ class MultipartTests(SseCase):
         self.assertEqual(created["SSEKMSEncryptionContext"], b64(b'{"purpose":"multipart"}'))
         for r in parts:
             self.assert_sse_kms(r)
+        # CompleteMultipartUpload names the mode and key, not the context.
+        self.assert_sse_kms(done)
         head = self.check_read_back(bucket, "mp", self.assert_sse_kms)
         self.assertRegex(done["ETag"], r'^"[0-9a-f]{32}-3"$')
         self.assertEqual(head["ETag"], done["ETag"])
@@ -722,6 +744,8 @@ class MultipartTests(SseCase):
         self.assert_sse_c(created, key)
         for r in parts:
             self.assert_sse_c(r, key)
+        # S3's CompleteMultipartUpload names no SSE-C key (none is sent).
+        self.assert_plain(done)
         self.check_read_back(bucket, "mp", lambda r: self.assert_sse_c(r, key), **ssec(key))
         self.assert_error("InvalidRequest", 400, self.s3.get_object, Bucket=bucket, Key="mp")
         self.assert_error("AccessDenied", 403, self.s3.get_object, Bucket=bucket, Key="mp", **ssec(os.urandom(32)))

@@ -402,7 +402,33 @@ where
     if let Some(v) = info.version_id {
         set(r.headers_mut(), "x-amz-version-id", &v.to_string());
     }
+    completed_encryption_headers(r.headers_mut(), &info);
     Ok(r)
+}
+
+/// The encryption S3 names in a CompleteMultipartUpload answer: SSE-S3 or
+/// SSE-KMS and its key (SSE-C is not named there, as the request carries
+/// no key).
+fn completed_encryption_headers(h: &mut http::HeaderMap, info: &object::layer::ObjectInfo) {
+    let get = |k: &str| {
+        info.internal
+            .get(k)
+            .and_then(|v| String::from_utf8(v.clone()).ok())
+    };
+    match sse::meta::Sealed::from_metadata(get) {
+        Ok(Some(sse::meta::Sealed::SseS3 { .. })) => {
+            set(h, "x-amz-server-side-encryption", "AES256");
+        }
+        Ok(Some(sse::meta::Sealed::SseKms { key_id, .. })) => {
+            set(h, "x-amz-server-side-encryption", "aws:kms");
+            set(
+                h,
+                "x-amz-server-side-encryption-aws-kms-key-id",
+                &format!("arn:aws:kms:{key_id}"),
+            );
+        }
+        _ => {}
+    }
 }
 
 pub(super) async fn abort<B>(
