@@ -1177,6 +1177,45 @@ async fn multipart_uploads() {
         matches!(r, Err(Error::EntityTooSmall { part: 1, .. })),
         "{r:?}"
     );
+    // The minimum applies to the size the client uploaded, not to the
+    // stored size (an encrypted part is stored larger than its plaintext).
+    let id3 = l
+        .create_multipart_upload("mpu", "sealed", &PutOptions::default())
+        .await
+        .unwrap();
+    let stored = vec![7u8; 5 << 20];
+    let a = l
+        .upload_part_sized(
+            "mpu",
+            "sealed",
+            &id3,
+            1,
+            &mut &stored[..],
+            (Some(stored.len() as u64), Some((5 << 20) - 1000)),
+        )
+        .await
+        .unwrap();
+    assert_eq!((a.size, a.actual_size), (5 << 20, (5 << 20) - 1000));
+    let b = l
+        .upload_part("mpu", "sealed", &id3, 2, &mut &p3[..], None)
+        .await
+        .unwrap();
+    let r = l
+        .complete_multipart_upload("mpu", "sealed", &id3, &[(1, a.etag), (2, b.etag)])
+        .await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::EntityTooSmall {
+                part: 1,
+                size: 5241880
+            })
+        ),
+        "{r:?}"
+    );
+    l.abort_multipart_upload("mpu", "sealed", &id3)
+        .await
+        .unwrap();
     l.abort_multipart_upload("mpu", "other", &id2)
         .await
         .unwrap();

@@ -383,12 +383,13 @@ impl ErasureSet {
                 .ok_or_else(|| Error::InvalidPart(format!("part {number} with ETag {etag}")))?;
             chosen.push(p.clone());
         }
-        // Sizes once every part is known to exist.
+        // Sizes once every part is known to exist: the size the client
+        // uploaded (an encrypted part is stored larger than its plaintext).
         for p in &chosen[..chosen.len() - 1] {
-            if p.size < MIN_PART_SIZE {
+            if p.actual_size < MIN_PART_SIZE {
                 return Err(Error::EntityTooSmall {
                     part: p.number,
-                    size: p.size,
+                    size: p.actual_size,
                 });
             }
         }
