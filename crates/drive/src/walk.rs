@@ -25,6 +25,7 @@
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::Arc;
 
 use crate::drive::Drive;
 use crate::error::{DriveError, Result};
@@ -101,17 +102,88 @@ pub struct WalkPage {
 /// A directory entry: its name and whether it is a directory.
 pub(crate) type DirEntry = (String, bool);
 
+/// The children of one directory as the walk's candidates, sorted by name:
+/// for each child directory `c` (an object's data directories excluded),
+/// the object `c` (named `x/` for `x__XLDIR__`) and the subtree `c/`.
+/// Names are relative to the directory and kept in one buffer, so a large
+/// directory can be kept (see the local drive's directory cache) and
+/// entered at any point by binary search.
+#[derive(Debug, Default)]
+pub(crate) struct Cands {
+    arena: String,
+    /// (start, length, is a subtree), sorted by (name, is a subtree).
+    items: Vec<(u32, u32, bool)>,
+}
+
+impl Cands {
+    /// The candidates of a directory whose entries are `entries`.
+    pub(crate) fn build(entries: Vec<DirEntry>) -> Cands {
+        let is_object_dir = entries.iter().any(|(e, is_dir)| !is_dir && e == META_FILE);
+        let mut list: Vec<(String, bool)> = Vec::new();
+        for (child, is_dir) in entries {
+            if !is_dir {
+                continue;
+            }
+            // An object's data directories are not keys.
+            if is_object_dir && uuid::Uuid::parse_str(&child).is_ok() {
+                continue;
+            }
+            list.push((key_from_dir(&child), false));
+            list.push((child + "/", true));
+        }
+        list.sort_unstable();
+        let mut arena = String::with_capacity(list.iter().map(|(n, _)| n.len()).sum());
+        let mut items = Vec::with_capacity(list.len());
+        for (name, subtree) in list {
+            // Names are at most 255 bytes (plus a suffix) and the arena
+            // holds what one directory listing returned.
+            let start = u32::try_from(arena.len()).unwrap_or(u32::MAX);
+            arena.push_str(&name);
+            items.push((start, name.len() as u32, subtree));
+        }
+        Cands { arena, items }
+    }
+
+    /// Number of candidates.
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Candidate `i`: its name and whether it is a subtree.
+    pub(crate) fn get(&self, i: usize) -> (&str, bool) {
+        let (start, len, subtree) = self.items[i];
+        let start = start as usize;
+        (
+            self.arena.get(start..start + len as usize).unwrap_or(""),
+            subtree,
+        )
+    }
+
+    /// The first candidate whose name is not below `name`.
+    pub(crate) fn lower_bound(&self, name: &str) -> usize {
+        self.items.partition_point(|&(start, len, _)| {
+            let start = start as usize;
+            self.arena.get(start..start + len as usize).unwrap_or("") < name
+        })
+    }
+
+    /// Approximate memory held, in bytes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.arena.capacity() + self.items.capacity() * std::mem::size_of::<(u32, u32, bool)>()
+    }
+}
+
 /// What the walk needs from a file system. Paths are relative to the
 /// volume; `""` is the volume itself.
 pub(crate) trait WalkFs: Send {
-    /// The entries of a directory, in any order, without `.` and `..`.
-    /// A missing directory is `FileNotFound`, a missing volume (when `dir`
+    /// The candidates of a directory ([`Cands::build`] of its entries). A
+    /// missing directory is `FileNotFound`, a missing volume (when `dir`
     /// is empty) `VolumeNotFound`.
     fn read_dir(
         &mut self,
         volume: &str,
         dir: &str,
-    ) -> impl Future<Output = Result<Vec<DirEntry>>> + Send;
+    ) -> impl Future<Output = Result<Arc<Cands>>> + Send;
     /// The metadata file of the object directory `dir`: `None` if there is
     /// none, else (bytes, whether they are the whole file).
     fn read_meta(
@@ -168,14 +240,89 @@ fn object_wanted(key: &str, prefix: &str, after: Option<&str>) -> bool {
     key.starts_with(prefix) && after.is_none_or(|a| key > a)
 }
 
+/// A directory being walked: its candidates from `pos` on, while they
+/// start with `p_rel` (the part of the prefix below the directory).
+struct Level {
+    /// The directory's name with its trailing `/` (`""`: the volume).
+    base: String,
+    cands: Arc<Cands>,
+    pos: usize,
+    p_rel: String,
+}
+
+impl Level {
+    /// Enters `base`: skips (by binary search) the candidates below the
+    /// prefix and wholly before `after`, which the filters would drop.
+    fn new(base: String, cands: Arc<Cands>, prefix: &str, after: Option<&str>) -> Level {
+        let p_rel = prefix
+            .get(base.len()..)
+            .filter(|_| prefix.starts_with(&base))
+            .unwrap_or("");
+        let mut pos = cands.lower_bound(p_rel);
+        if let Some(r) = after
+            .filter(|a| a.starts_with(&base))
+            .map(|a| &a[base.len()..])
+        {
+            // Objects must sort after `r`; a subtree `c/` may contain it:
+            // no wanted candidate sorts below r's first component.
+            let first = match r.find('/') {
+                Some(i) => &r[..=i],
+                None => r,
+            };
+            pos = pos.max(cands.lower_bound(first));
+        }
+        let p_rel = p_rel.to_owned();
+        Level {
+            base,
+            cands,
+            pos,
+            p_rel,
+        }
+    }
+
+    /// The next candidate as a full name, or `None` at the end.
+    fn next(&mut self) -> Option<(String, bool)> {
+        if self.pos >= self.cands.len() {
+            return None;
+        }
+        let (rel, subtree) = self.cands.get(self.pos);
+        if !rel.starts_with(self.p_rel.as_str()) {
+            return None;
+        }
+        self.pos += 1;
+        let mut name = String::with_capacity(self.base.len() + rel.len());
+        name.push_str(&self.base);
+        name.push_str(rel);
+        Some((name, subtree))
+    }
+
+    /// Whether candidates remain.
+    fn has_more(&self) -> bool {
+        self.pos < self.cands.len() && self.cands.get(self.pos).0.starts_with(self.p_rel.as_str())
+    }
+
+    /// Skips the candidates inside the common prefix `cp` (which this
+    /// directory contains or equals).
+    fn skip_prefix(&mut self, cp: &str) {
+        let Some(cp_rel) = cp.strip_prefix(self.base.as_str()) else {
+            return;
+        };
+        while self.pos < self.cands.len() && self.cands.get(self.pos).0.starts_with(cp_rel) {
+            self.pos += 1;
+        }
+    }
+}
+
 /// One page of the walk over `fs`.
 pub(crate) async fn walk<F: WalkFs>(fs: &mut F, o: &WalkOptions) -> Result<WalkPage> {
     let prefix = o.prefix.as_str();
     let after = o.after.as_deref();
     let delimiter = o.delimiter.as_deref().filter(|d| !d.is_empty());
-    // Pending entries, smallest on top: (sort name, is a subtree). An
-    // object's name is its key, a subtree's `dir/`.
-    let mut stack: Vec<(String, bool)> = Vec::new();
+    // Directories being walked, innermost on top.
+    let mut levels: Vec<Level> = Vec::new();
+    // Entries before any directory is entered: the start directory's
+    // object then its subtree (smallest on top).
+    let mut pending: Vec<(String, bool)> = Vec::new();
     // Object directories seen (their subtree comes later), so that only
     // they get the cheap "any subdirectory?" check before being listed.
     let mut object_dirs: HashSet<String> = HashSet::new();
@@ -189,11 +336,24 @@ pub(crate) async fn walk<F: WalkFs>(fs: &mut F, o: &WalkOptions) -> Result<WalkP
     // The key equal to the start directory (a directory object, stored
     // beside it as `dir__XLDIR__`) sorts before everything inside it.
     let start_object = (!start_dir.is_empty()).then(|| start_dir.clone());
-    stack.push((start_dir, true));
+    pending.push((start_dir, true));
     if let Some(k) = start_object {
-        stack.push((k, false));
+        pending.push((k, false));
     }
-    while let Some((name, subtree)) = stack.pop() {
+    loop {
+        let (name, subtree) = match pending.pop() {
+            Some(e) => e,
+            None => {
+                let Some(top) = levels.last_mut() else { break };
+                match top.next() {
+                    Some(e) => e,
+                    None => {
+                        levels.pop();
+                        continue;
+                    }
+                }
+            }
+        };
         visits += 1;
         if visits > MAX_VISITS {
             return Ok(WalkPage {
@@ -214,8 +374,8 @@ pub(crate) async fn walk<F: WalkFs>(fs: &mut F, o: &WalkOptions) -> Result<WalkP
             if object_dirs.remove(dir) && !fs.may_have_subdirs(&o.volume, dir).await? {
                 continue;
             }
-            let entries = match fs.read_dir(&o.volume, dir).await {
-                Ok(e) => e,
+            let cands = match fs.read_dir(&o.volume, dir).await {
+                Ok(c) => c,
                 Err(DriveError::FileNotFound | DriveError::VolumeNotFound) if !dir.is_empty() => {
                     continue;
                 }
@@ -227,28 +387,7 @@ pub(crate) async fn walk<F: WalkFs>(fs: &mut F, o: &WalkOptions) -> Result<WalkP
                 }
                 Err(e) => return Err(e),
             };
-            let is_object_dir = entries.iter().any(|(e, is_dir)| !is_dir && e == META_FILE);
-            let mut children: Vec<(String, bool)> = Vec::new();
-            for (child, is_dir) in entries {
-                if !is_dir {
-                    continue;
-                }
-                // An object's data directories are not keys.
-                if is_object_dir && uuid::Uuid::parse_str(&child).is_ok() {
-                    continue;
-                }
-                let full = format!("{name}{child}");
-                let key = key_from_dir(&full);
-                if object_wanted(&key, prefix, after) {
-                    children.push((key, false));
-                }
-                let sub = full + "/";
-                if subtree_wanted(&sub, prefix, after) {
-                    children.push((sub, true));
-                }
-            }
-            children.sort_unstable();
-            stack.extend(children.into_iter().rev());
+            levels.push(Level::new(name, cands, prefix, after));
         } else {
             let key = name;
             if !object_wanted(&key, prefix, after) {
@@ -261,6 +400,14 @@ pub(crate) async fn walk<F: WalkFs>(fs: &mut F, o: &WalkOptions) -> Result<WalkP
             }
             if let Some(cp) = common_prefix(&key, prefix, delimiter) {
                 let cp = cp.to_owned();
+                // Nothing else inside the prefix is wanted: leave the
+                // directories inside it, skip its other candidates here.
+                while levels.last().is_some_and(|l| l.base.starts_with(&cp)) {
+                    levels.pop();
+                }
+                if let Some(top) = levels.last_mut() {
+                    top.skip_prefix(&cp);
+                }
                 if after.is_some_and(|a| cp.as_str() <= a) {
                     // The marker is inside this prefix: it was returned.
                     last_prefix = Some(cp);
@@ -287,10 +434,8 @@ pub(crate) async fn walk<F: WalkFs>(fs: &mut F, o: &WalkOptions) -> Result<WalkP
                 }
             }
             if out.len() >= o.limit {
-                return Ok(WalkPage {
-                    entries: out,
-                    more: !stack.is_empty(),
-                });
+                let more = !pending.is_empty() || levels.iter().any(Level::has_more);
+                return Ok(WalkPage { entries: out, more });
             }
         }
     }
@@ -309,11 +454,11 @@ impl<D: Drive + ?Sized> WalkFs for DriveFs<'_, D> {
         &mut self,
         volume: &str,
         dir: &str,
-    ) -> impl Future<Output = Result<Vec<DirEntry>>> + Send {
+    ) -> impl Future<Output = Result<Arc<Cands>>> + Send {
         let drive = self.0;
         async move {
             let names = drive.list_dir(volume, dir, usize::MAX).await?;
-            Ok(names
+            let entries = names
                 .into_iter()
                 .map(|mut n| {
                     let is_dir = n.ends_with('/');
@@ -322,7 +467,8 @@ impl<D: Drive + ?Sized> WalkFs for DriveFs<'_, D> {
                     }
                     (n, is_dir)
                 })
-                .collect())
+                .collect();
+            Ok(Arc::new(Cands::build(entries)))
         }
     }
 

@@ -399,3 +399,76 @@ async fn objects_under_objects_are_found() {
     let b = all(plain.walk(&o).await.unwrap());
     assert_eq!(b.len(), keys.len());
 }
+
+/// A directory large enough for the local drive's cache, paged through
+/// while keys are added and deleted between pages, through the drive and
+/// behind its back: every page is what the default walk (which reads the
+/// directory each time) sees, and the listing is the model's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cached_directory_follows_changes_between_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vol = tmp.path().join(VOL);
+    let key = |i: usize| format!("big/k{i:05}");
+    for i in (0..1500).step_by(2) {
+        let dir = vol.join(key(i));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(META_FILE), key(i)).unwrap();
+    }
+    let fast = local(tmp.path(), Backend::Auto).await;
+    let plain = Plain(local(tmp.path(), Backend::ThreadPool).await);
+    let mut model: BTreeSet<String> = (0..1500).step_by(2).map(key).collect();
+    let mut after: Option<String> = None;
+    let mut got = Vec::new();
+    let mut page = 0;
+    loop {
+        let o = opts("big/", None, after.as_deref(), 100);
+        let a = fast.walk(&o).await.unwrap();
+        let b = plain.walk(&o).await.unwrap();
+        assert_eq!(names(&a), names(&b), "page {page}");
+        got.extend(names(&a));
+        let Some(last) = a.entries.last() else { break };
+        after = Some(last.name().to_owned());
+        if !a.more {
+            break;
+        }
+        page += 1;
+        let ahead = 200 * page;
+        match page % 4 {
+            // Through the drive: a new key ahead (write_all renames it in).
+            1 => {
+                let k = key(ahead + 1);
+                fast.write_all(VOL, &format!("{k}/{META_FILE}"), k.clone().into_bytes())
+                    .await
+                    .unwrap();
+                model.insert(k);
+            }
+            // Through the drive: a key ahead deleted (and its directory).
+            2 => {
+                let k = key(ahead + 2);
+                fast.delete(VOL, &k, true).await.unwrap();
+                model.remove(&k);
+            }
+            // Behind the drive's back: a key ahead added, another removed.
+            3 => {
+                let k = key(ahead + 3);
+                std::fs::create_dir_all(vol.join(&k)).unwrap();
+                std::fs::write(vol.join(&k).join(META_FILE), &k).unwrap();
+                model.insert(k);
+                let gone = key(ahead + 4);
+                std::fs::remove_dir_all(vol.join(&gone)).unwrap();
+                model.remove(&gone);
+            }
+            _ => {}
+        }
+    }
+    // Keys added behind the walk (before `after`) are not seen, as in S3;
+    // all added keys here were ahead of it.
+    let want: Vec<String> = model.iter().map(|k| format!("K:{k}")).collect();
+    assert_eq!(got, want);
+    // A second pass over an unchanged directory agrees too (cache hits).
+    let o = opts("big/", None, Some("big/k00500"), 1000);
+    let a = fast.walk(&o).await.unwrap();
+    let again = fast.walk(&o).await.unwrap();
+    assert_eq!(a, again);
+    assert_eq!(names(&a), names(&plain.walk(&o).await.unwrap()));
+}

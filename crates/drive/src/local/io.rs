@@ -17,6 +17,7 @@ use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags, RenameFlags, StatxFlags}
 use tokio::sync::Semaphore;
 
 use super::uring::{self, Op, Uring};
+use super::walk::Namespace;
 use crate::buf::AlignedBuf;
 
 /// A buffer handed to the kernel: the aligned kind for shard data, a plain
@@ -194,6 +195,10 @@ fn statx_mask() -> StatxFlags {
 pub(crate) struct Blocking {
     pub(crate) root: Arc<OwnedFd>,
     permits: Arc<Semaphore>,
+    /// Changes to the drive's directories, and the walk's directory cache
+    /// they invalidate (shared by both backends: every primitive that
+    /// creates, renames or removes a name reports here).
+    pub(crate) ns: Arc<Namespace>,
 }
 
 impl Blocking {
@@ -201,6 +206,7 @@ impl Blocking {
         Blocking {
             root,
             permits: Arc::new(Semaphore::new(max_threads.clamp(1, 1024))),
+            ns: Arc::new(Namespace::default()),
         }
     }
 
@@ -239,11 +245,9 @@ impl Io {
 
     pub(crate) async fn open(&self, rel: &str, kind: OpenKind, direct: bool) -> io::Result<Fd> {
         let flags = open_flags(kind, direct);
-        let mode = if matches!(kind, OpenKind::CreateTruncate | OpenKind::CreateExclusive) {
-            FILE_MODE
-        } else {
-            0
-        };
+        let creates = matches!(kind, OpenKind::CreateTruncate | OpenKind::CreateExclusive);
+        let mode = if creates { FILE_MODE } else { 0 };
+        let _change = creates.then(|| self.blocking.ns.change());
         let fd = match &self.uring {
             Some(ring) => {
                 let op = Op::OpenAt {
@@ -475,6 +479,7 @@ impl Io {
     }
 
     pub(crate) async fn mkdir(&self, rel: &str) -> io::Result<()> {
+        let _change = self.blocking.ns.change();
         match &self.uring {
             Some(ring) => ring
                 .run_op(Op::MkDirAt {
@@ -506,6 +511,7 @@ impl Io {
         } else {
             RenameFlags::empty()
         };
+        let _change = self.blocking.ns.change();
         match &self.uring {
             Some(ring) => {
                 let op = Op::RenameAt {
@@ -532,6 +538,7 @@ impl Io {
         } else {
             AtFlags::empty()
         };
+        let _change = self.blocking.ns.change();
         match &self.uring {
             Some(ring) => {
                 let op = Op::UnlinkAt {

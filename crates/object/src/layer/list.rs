@@ -179,28 +179,53 @@ async fn walk_drive(
 /// Raw `xl.meta` per drive of a set (`None`: the drive lacks the key).
 type PerDrive = Vec<Option<Vec<u8>>>;
 
-/// One merged entry: a key with its metadata per drive of its set, or a
-/// common prefix.
+/// One merged entry: a key with its metadata per drive of its set (and the
+/// drives of the set that were not walked), or a common prefix.
 enum Merged {
-    Object(String, usize, Vec<Option<Vec<u8>>>),
+    Object(String, usize, Vec<Option<Vec<u8>>>, Arc<Vec<usize>>),
     Prefix(String),
 }
 
-/// Walks every drive of every set and merges: entries in key order, each
-/// object key with the metadata of the drives that have it. `more` is set
-/// when some walk stopped early (so entries may follow the last one).
+/// How many drives of a set of `n` a ListObjects page walks: enough that
+/// the drives left out cannot hold a read quorum of any version by
+/// themselves. Parity is at most half the set, so an object version's
+/// quorum (its data shards) is at least `n - n/2`, and a delete marker's is
+/// `n/2`: leaving out fewer than `max(1, n/2)` drives is safe.
+fn listing_drives(n: usize) -> usize {
+    n - (n / 2).max(1) + 1
+}
+
+/// The drives of a set a page walks: `count` of them, those that report
+/// themselves online first (in set order), then the rest.
+fn choose_drives(set: &ErasureSet, count: usize) -> (Vec<usize>, Arc<Vec<usize>>) {
+    let mut order: Vec<usize> = (0..set.drives().len()).collect();
+    order.sort_by_key(|&d| set.drives()[d].health().state != drive::DriveState::Online);
+    let rest = order.split_off(count.min(order.len()));
+    (order, Arc::new(rest))
+}
+
+/// Walks the drives of every set (all of them, or with `subset` a
+/// [`listing_drives`] share of each set) and merges: entries in key order,
+/// each object key with the metadata of the drives that have it. `more` is
+/// set when some walk stopped early (so entries may follow the last one).
+/// A subset walk where a drive fails is done again on every drive.
 async fn merged_page(
     sets: &[ErasureSet],
     bucket: &str,
     opts: &ListOptions,
     after: Option<&str>,
     limit: usize,
+    subset: bool,
 ) -> Result<(Vec<Merged>, bool)> {
     let mut tasks = JoinSet::new();
+    let mut unread: Vec<Arc<Vec<usize>>> = Vec::with_capacity(sets.len());
     for (si, set) in sets.iter().enumerate() {
-        for (di, d) in set.drives().iter().enumerate() {
+        let n = set.drives().len();
+        let (walked, rest) = choose_drives(set, if subset { listing_drives(n) } else { n });
+        unread.push(rest);
+        for di in walked {
             let fut = walk_drive(
-                d.clone(),
+                set.drives()[di].clone(),
                 WalkOptions {
                     volume: bucket.to_owned(),
                     prefix: opts.prefix.clone(),
@@ -253,6 +278,11 @@ async fn merged_page(
             }
         }
     }
+    if subset && failed.iter().any(|&f| f > 0) {
+        // A drive of the subset failed: the page is walked on every drive,
+        // as a full walk decides whether enough answered.
+        return Box::pin(merged_page(sets, bucket, opts, after, limit, false)).await;
+    }
     for (si, set) in sets.iter().enumerate() {
         if failed[si] > set.default_parity() {
             return Err(Error::ReadQuorum {
@@ -263,7 +293,10 @@ async fn merged_page(
     }
     let mut out: Vec<(String, Merged)> = objects
         .into_iter()
-        .map(|(k, (si, m))| (k.clone(), Merged::Object(k, si, m)))
+        .map(|(k, (si, m))| {
+            let rest = Arc::clone(&unread[si]);
+            (k.clone(), Merged::Object(k, si, m, rest))
+        })
         .chain(prefixes.into_keys().map(|p| (p.clone(), Merged::Prefix(p))))
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -271,6 +304,29 @@ async fn merged_page(
         out.retain(|(name, _)| name.as_str() <= h.as_str());
     }
     Ok((out.into_iter().map(|(_, m)| m).collect(), more))
+}
+
+/// Reads the `xl.meta` of `key` on the drives that were not walked (for a
+/// key the walked drives could not decide). A drive that fails counts as
+/// not having the key, as a drive whose walk failed does.
+async fn read_unread(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    raw: &mut PerDrive,
+    unread: &[usize],
+) {
+    let path = format!("{}/{XL_META}", object_dir(key));
+    let mut tasks = JoinSet::new();
+    for &d in unread {
+        let (drive, bucket, path) = (set.drives()[d].clone(), bucket.to_owned(), path.clone());
+        tasks.spawn(async move { (d, drive.read_all(&bucket, &path, MAX_XL_META).await) });
+    }
+    while let Some(r) = tasks.join_next().await {
+        if let Ok((d, Ok(bytes))) = r {
+            raw[d] = Some(bytes);
+        }
+    }
 }
 
 fn metas_of(raw: Vec<Option<Vec<u8>>>) -> Metas {
@@ -309,6 +365,8 @@ enum Fast {
     Hidden,
     /// A body did not decode: resolve with the full decode instead.
     Slow,
+    /// The drives not read could change the answer: read them first.
+    Unsure,
 }
 
 /// The latest version of `key` a read quorum of the set's drives agrees
@@ -321,7 +379,13 @@ enum Fast {
 /// journal headers of each drive (the metadata CRC is still checked) and
 /// decodes one version body: the candidate's, on the first drive that has
 /// it. A drive whose `xl.meta` does not decode does not vote.
-fn latest_fast(key: &str, raw: &[Option<Vec<u8>>]) -> Fast {
+///
+/// `unread` drives of the set were not read (their slots are `None`). The
+/// answer stands only if they cannot change it: no newer version could
+/// reach its quorum with them (else [`Fast::Unsure`]); a version none of
+/// the read drives has cannot reach one, as there are fewer unread drives
+/// than any quorum (see [`listing_drives`]).
+fn latest_fast(key: &str, raw: &[Option<Vec<u8>>], unread: usize) -> Fast {
     let n = raw.len();
     let journals: Vec<Option<Journal<'_>>> = raw
         .iter()
@@ -357,6 +421,10 @@ fn latest_fast(key: &str, raw: &[Option<Vec<u8>>]) -> Fast {
                 VersionKind::DeleteMarker(_) => Fast::Hidden,
                 _ => Fast::Listed(listed_latest(key, &version)),
             };
+        }
+        if drives.len() + unread >= quorum {
+            // The drives not read could complete this newer version.
+            return Fast::Unsure;
         }
     }
     Fast::Hidden
@@ -397,6 +465,25 @@ fn listed_latest(key: &str, v: &Version<'_>) -> ListedObject {
     }
 }
 
+/// The latest version of `key` by the full decode and
+/// [`ErasureSet::resolve`] (`None`: hidden).
+fn resolve_full(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    raw: PerDrive,
+) -> Result<Option<std::result::Result<ListedObject, String>>> {
+    match set.resolve(bucket, key, metas_of(raw), None) {
+        Ok(r) => {
+            let info = object_info(bucket, key, &r.version, true);
+            Ok((!info.delete_marker).then(|| Ok(listed(&info))))
+        }
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(Error::ReadQuorum { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// ListObjects: the latest version of each key, hiding keys whose latest
 /// version is a delete marker.
 pub(crate) async fn list_objects(
@@ -410,7 +497,7 @@ pub(crate) async fn list_objects(
     let mut count = 0;
     loop {
         let (page, more) =
-            merged_page(sets, bucket, opts, after.as_deref(), max + 1 - count).await?;
+            merged_page(sets, bucket, opts, after.as_deref(), max + 1 - count, true).await?;
         let empty = page.is_empty();
         for m in page {
             let name = match &m {
@@ -419,26 +506,24 @@ pub(crate) async fn list_objects(
             after = Some(name.clone());
             let entry = match m {
                 Merged::Prefix(p) => Some(Err(p)),
-                Merged::Object(key, si, raw) => match latest_fast(&key, &raw) {
-                    Fast::Listed(o) => Some(Ok(o)),
-                    Fast::Hidden => None,
-                    Fast::Slow => {
-                        let metas = metas_of(raw);
-                        match sets[si].resolve(bucket, &key, metas, None) {
-                            Ok(r) => {
-                                let info = object_info(bucket, &key, &r.version, true);
-                                if info.delete_marker {
-                                    None
-                                } else {
-                                    Some(Ok(listed(&info)))
-                                }
+                Merged::Object(key, si, mut raw, unread) => {
+                    match latest_fast(&key, &raw, unread.len()) {
+                        Fast::Unsure => {
+                            read_unread(&sets[si], bucket, &key, &mut raw, &unread).await;
+                            match latest_fast(&key, &raw, 0) {
+                                Fast::Listed(o) => Some(Ok(o)),
+                                Fast::Hidden | Fast::Unsure => None,
+                                Fast::Slow => resolve_full(&sets[si], bucket, &key, raw)?,
                             }
-                            Err(e) if e.is_not_found() => None,
-                            Err(Error::ReadQuorum { .. }) => None,
-                            Err(e) => return Err(e),
+                        }
+                        Fast::Listed(o) => Some(Ok(o)),
+                        Fast::Hidden => None,
+                        Fast::Slow => {
+                            read_unread(&sets[si], bucket, &key, &mut raw, &unread).await;
+                            resolve_full(&sets[si], bucket, &key, raw)?
                         }
                     }
-                },
+                }
             };
             let Some(entry) = entry else { continue };
             if count == max {
@@ -507,12 +592,13 @@ pub(crate) async fn list_versions(
     let mut count = 0;
     let mut last: Option<(String, Option<uuid::Uuid>)> = None;
     loop {
-        let (page, more) = merged_page(sets, bucket, opts, after.as_deref(), max + 1).await?;
+        let (page, more) =
+            merged_page(sets, bucket, opts, after.as_deref(), max + 1, false).await?;
         let empty = page.is_empty();
         for m in page {
             let (name, items): (String, Vec<std::result::Result<ListedObject, String>>) = match m {
                 Merged::Prefix(p) => (p.clone(), vec![Err(p)]),
-                Merged::Object(key, si, raw) => {
+                Merged::Object(key, si, raw, _) => {
                     let metas = metas_of(raw);
                     let versions = agreed_versions(&sets[si], bucket, &key, metas);
                     (key, versions.into_iter().map(Ok).collect())
@@ -707,7 +793,7 @@ mod tests {
     async fn fast_resolution_matches_resolve() {
         let tmp = tempfile::tempdir().unwrap();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let (mut listed_count, mut hidden_count) = (0, 0);
+        let (mut listed_count, mut hidden_count, mut unsure_count) = (0, 0, 0);
         for (n, parity) in [(4usize, 2usize), (5, 2), (6, 3), (8, 4), (16, 4)] {
             let set = set_of(&tmp.path().join(format!("s{n}")), n, parity).await;
             for case in 0..400 {
@@ -745,23 +831,63 @@ mod tests {
                 }
                 let key = format!("k{case}");
                 let want = latest_full(&set, &key, &raw);
-                let got = match latest_fast(&key, &raw) {
+                let got = match latest_fast(&key, &raw, 0) {
                     Fast::Listed(o) => Some(o),
                     Fast::Hidden => None,
-                    Fast::Slow => panic!("{key}: slow path on well-formed files"),
+                    Fast::Slow | Fast::Unsure => panic!("{key}: slow path on well-formed files"),
                 };
                 assert_eq!(got, want, "n={n} case {case}");
                 match got {
                     Some(_) => listed_count += 1,
                     None => hidden_count += 1,
                 }
+                // Only a listing share of the drives read (a random
+                // choice): the answer is the same, or the share says it
+                // cannot decide.
+                let mut order: Vec<usize> = (0..n).collect();
+                for i in (1..n).rev() {
+                    order.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+                let unread = &order[listing_drives(n)..];
+                let mut part = raw.clone();
+                for &d in unread {
+                    part[d] = None;
+                }
+                match latest_fast(&key, &part, unread.len()) {
+                    Fast::Listed(o) => assert_eq!(Some(o), want, "n={n} case {case} subset"),
+                    Fast::Hidden => assert_eq!(None, want, "n={n} case {case} subset"),
+                    Fast::Unsure => unsure_count += 1,
+                    Fast::Slow => panic!("{key}: slow path on well-formed files"),
+                }
             }
         }
-        // Both outcomes are well represented.
+        // Both outcomes are well represented, and subsets decide most
+        // keys but not all.
         assert!(
             listed_count > 400 && hidden_count > 400,
             "{listed_count} / {hidden_count}"
         );
+        assert!(
+            unsure_count > 50 && unsure_count < 1600,
+            "{unsure_count} undecided of 2000"
+        );
+    }
+
+    #[test]
+    fn listing_drives_leave_out_less_than_any_quorum() {
+        assert_eq!(listing_drives(1), 1);
+        assert_eq!(listing_drives(2), 2);
+        assert_eq!(listing_drives(3), 3);
+        assert_eq!(listing_drives(4), 3);
+        assert_eq!(listing_drives(8), 5);
+        assert_eq!(listing_drives(16), 9);
+        for n in 1..=32 {
+            let unread = n - listing_drives(n);
+            // Smallest quorum: a delete marker's (half the set), or an
+            // object's with the most parity allowed (half the set).
+            assert!(unread < (n / 2).max(1), "n={n}");
+            assert!(unread < n - n / 2, "n={n}");
+        }
     }
 
     /// An xl.meta whose header is fine but whose body is not (with a valid
@@ -795,7 +921,7 @@ mod tests {
         assert!(Journal::decode(&file).is_ok());
         assert!(XlMeta::decode(&file).is_err());
         let raw = vec![Some(file.clone()), Some(file.clone()), Some(file), None];
-        assert_eq!(latest_fast("k", &raw), Fast::Slow);
+        assert_eq!(latest_fast("k", &raw, 0), Fast::Slow);
     }
 
     /// `listed_latest` gives what `object_info` then `listed` give, for
