@@ -65,6 +65,11 @@ pub struct LocalDriveConfig {
     /// Use `O_DIRECT` for shard files (io_uring backend) where the file
     /// system accepts it.
     pub direct_io: bool,
+    /// Use `O_DIRECT` for [`Drive::read_file_at`] too (with `direct_io`).
+    /// Off by default: positioned reads (a GET's shard records) go through
+    /// the page cache, as MinIO's shard reads do, so an object read again
+    /// is served from memory instead of the device every time.
+    pub direct_read_at: bool,
     /// Hard cap of [`Drive::read_all`] and [`Drive::write_all`] sizes, bytes.
     pub max_small_file: u64,
     /// Hard cap of a streamed file's size, bytes.
@@ -98,6 +103,7 @@ impl Default for LocalDriveConfig {
             queue_depth: 1024,
             max_blocking: 64,
             direct_io: true,
+            direct_read_at: false,
             max_small_file: 64 << 20,
             max_file_size: 16 << 30,
             staging_bytes: 1 << 20,
@@ -822,7 +828,7 @@ impl Inner {
         let skip = (offset % ALIGN as u64) as usize;
         let span = align_up(skip + len);
         // O_DIRECT needs the aligned span around the range to fit the buffer.
-        let direct = self.want_direct() && span <= buf.capacity();
+        let direct = self.want_direct() && self.cfg.direct_read_at && span <= buf.capacity();
         let fd = match self.open_data(&rel, OpenKind::Read, direct).await {
             Ok(fd) => fd,
             Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
