@@ -23,7 +23,8 @@
 //!   in its lanes go back to the front of the queue with their progress,
 //!   and if no other combiner runs, the owner of the first queued job is
 //!   woken to take over (*elected*).
-//! - On the async path a combiner also leaves after a budget of 8 quanta
+//! - On the async path a combiner also leaves after `async_budget_quanta`
+//!   (2 by default)
 //!   (its own job first in the queue, so it is elected again at once if no
 //!   one else combines) and returns `Pending` having woken itself: the
 //!   worker thread then polls the other tasks, whose next blocks join the
@@ -90,6 +91,9 @@ pub struct HubConfig {
     /// Updates with fewer whole-block bytes than this are hashed on the
     /// calling thread without the queue.
     pub min_job_bytes: usize,
+    /// Quanta a combiner on the async path runs per poll before it gives
+    /// its worker thread back to the runtime (at least 1).
+    pub async_budget_quanta: usize,
 }
 
 impl Default for HubConfig {
@@ -101,6 +105,7 @@ impl Default for HubConfig {
             min_simd_streams: 2,
             max_queued: 256,
             min_job_bytes: 16 << 10,
+            async_budget_quanta: 2,
         }
     }
 }
@@ -893,10 +898,6 @@ impl Drop for SyncGuard<'_> {
     }
 }
 
-/// Quanta an async combiner runs per poll before it gives its worker
-/// thread back to the runtime (see `Shared::combine`).
-const ASYNC_BUDGET_QUANTA: usize = 8;
-
 /// The future of [`Hasher::update_block`]: resolves to the hasher and the
 /// buffer.
 #[must_use = "futures do nothing unless polled"]
@@ -963,7 +964,8 @@ impl Future for BlockUpdate {
                         }
                         Submit::Lead => {
                             lock(&job.inner).waiter = Waiter::Task(cx.waker().clone());
-                            if shared.combine(&job, Some(ASYNC_BUDGET_QUANTA)) {
+                            if shared.combine(&job, Some(shared.config.async_budget_quanta.max(1)))
+                            {
                                 return Poll::Ready(complete(hasher, &job, tail));
                             }
                             this.stage = Stage::Waiting { hasher, job, tail };
@@ -984,7 +986,8 @@ impl Future for BlockUpdate {
                             inner.waiter = Waiter::Task(cx.waker().clone());
                             drop(inner);
                             let shared = hasher.shared.clone();
-                            if shared.combine(&job, Some(ASYNC_BUDGET_QUANTA)) {
+                            if shared.combine(&job, Some(shared.config.async_budget_quanta.max(1)))
+                            {
                                 return Poll::Ready(complete(hasher, &job, tail));
                             }
                             this.stage = Stage::Waiting { hasher, job, tail };

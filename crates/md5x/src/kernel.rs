@@ -385,7 +385,7 @@ impl Kernel {
                 states.copy_from_slice(&st[..n]);
             }
             _ => {
-                for (s, d) in states.iter_mut().zip(data) {
+                for (s, d) in states.iter_mut().zip(data).take(n) {
                     portable::compress(s, &d[..bytes]);
                 }
             }
