@@ -36,14 +36,6 @@ When a bug is fixed, move its test into test_sse.py.
    is given as the part's ETag and checks CompleteMultipartUpload against
    it; it needs a caller-given part ETag, as PutOptions::caller_etag does
    for PUT.
-
-4. CompleteMultipartUpload of an encrypted upload checks the 5 MiB minimum
-   of every part but the last against the stored (ciphertext) size, 32 bytes
-   per 64 KiB package larger than the plaintext: a part of 5 MiB - 1000
-   bytes of plaintext is accepted. S3 refuses it (EntityTooSmall, 400), and
-   so does MinIO, which checks the part's ActualSize. The check is in
-   crates/object/src/layer/multipart.rs (`p.size < MIN_PART_SIZE`; the
-   part's `actual_size` is the size to check).
 """
 
 import hashlib
@@ -103,19 +95,6 @@ class PendingSseBugTests(base.SseCase):
         self.assertEqual([r["ETag"] for r in done], [f'"{base.md5_hex(p)}"' for p in parts])
         digest = hashlib.md5(b"".join(hashlib.md5(p).digest() for p in parts)).hexdigest()
         self.assertEqual(completed["ETag"], f'"{digest}-2"')
-
-    def test_encrypted_part_under_5_mib_of_plaintext_is_too_small(self):
-        bucket = self.new_bucket()
-        key = os.urandom(32)
-        body = base.data_of(base.PART - 1000 + 10, seed=5)
-        for mode, create, each in (
-            ("s3", {"ServerSideEncryption": "AES256"}, {}),
-            ("c", base.ssec(key), base.ssec(key)),
-        ):
-            with self.subTest(mode=mode):
-                with self.assertRaises(base.ClientError) as ctx:
-                    self.multipart(bucket, mode, body, part=base.PART - 1000, create=create, each=each)
-                self.assertEqual(base.error_of(ctx), ("EntityTooSmall", 400))
 
 
 if __name__ == "__main__":

@@ -763,6 +763,22 @@ class MultipartTests(SseCase):
         self.assertEqual(self.s3.list_parts(Bucket=bucket, Key="mp", UploadId=upload).get("Parts", []), [])
         self.s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload)
 
+    def test_part_under_5_mib_of_plaintext_is_too_small(self):
+        # An encrypted part is stored larger than its plaintext; the minimum
+        # is of the plaintext, as S3 and MinIO check it.
+        bucket = self.new_bucket()
+        key = os.urandom(32)
+        body = self.BODY[: PART - 1000 + 10]
+        for mode, create, each in (
+            ("s3", {"ServerSideEncryption": "AES256"}, {}),
+            ("c", ssec(key), ssec(key)),
+        ):
+            with self.subTest(mode=mode):
+                with self.assertRaises(ClientError) as ctx:
+                    self.multipart(bucket, mode, body, part=PART - 1000, create=create, each=each)
+                self.assertEqual(error_of(ctx), ("EntityTooSmall", 400))
+                self.assert_error("NoSuchKey", 404, self.s3.get_object, Bucket=bucket, Key=mode, **each)
+
     def test_list_parts_gives_plaintext_sizes(self):
         bucket = self.new_bucket()
         key = os.urandom(32)
