@@ -165,8 +165,10 @@ fn lanes_may_point_at_the_same_bytes() {
 #[should_panic(expected = "shorter than its blocks")]
 fn short_lane_input_is_refused() {
     let k = Kernel::detect();
-    let a = [0u8; 128];
-    let b = [0u8; 64];
-    let mut st = [md5x::INIT; 2];
-    k.compress_lanes(&mut st, &[&a, &b], 2);
+    let n = k.lanes().min(2);
+    let short = [0u8; 64];
+    let long = [0u8; 128];
+    let data: Vec<&[u8]> = [&short[..], &long[..]][..n].to_vec();
+    let mut st = vec![md5x::INIT; n];
+    k.compress_lanes(&mut st, &data, 2);
 }
