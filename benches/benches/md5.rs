@@ -74,24 +74,40 @@ fn thread_cpu_ns() -> u64 {
         .expect("schedstat run time")
 }
 
-/// CPU time of every live thread of the process, in nanoseconds (the
-/// runtime's workers are parked when this is read, so their figures are
-/// current; the calling thread sleeps first for the same reason).
-fn process_cpu_ns() -> u64 {
+/// CPU time of every live thread of the process, in nanoseconds, by
+/// thread id (the runtime's workers are parked when this is read, so their
+/// figures are current; the calling thread sleeps first for the same
+/// reason).
+fn process_cpu_ns() -> std::collections::HashMap<std::ffi::OsString, u64> {
     std::thread::sleep(Duration::from_micros(1));
-    let mut total = 0;
+    let mut out = std::collections::HashMap::new();
     for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
-        let path = task.expect("task entry").path().join("schedstat");
+        let task = task.expect("task entry");
         // A thread may exit between listing and reading.
-        if let Ok(s) = std::fs::read_to_string(path) {
-            total += s
+        if let Ok(s) = std::fs::read_to_string(task.path().join("schedstat")) {
+            let ns = s
                 .split_whitespace()
                 .next()
                 .and_then(|f| f.parse::<u64>().ok())
                 .unwrap_or(0);
+            out.insert(task.file_name(), ns);
         }
     }
-    total
+    out
+}
+
+/// CPU time the process spent between two `process_cpu_ns` readings: per
+/// thread, so that a thread exiting in between (an idle blocking-pool
+/// thread) does not make the sum go backwards.
+fn cpu_between(
+    before: &std::collections::HashMap<std::ffi::OsString, u64>,
+    after: &std::collections::HashMap<std::ffi::OsString, u64>,
+) -> Duration {
+    let ns = after
+        .iter()
+        .map(|(tid, &ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum();
+    Duration::from_nanos(ns)
 }
 
 /// Measures `f` in CPU time of the bench thread instead of wall time, so
@@ -318,10 +334,7 @@ fn run_tasks(
         }
     });
     let wall = start.elapsed();
-    (
-        Duration::from_nanos(process_cpu_ns().saturating_sub(cpu0)),
-        wall,
-    )
+    (cpu_between(&cpu0, &process_cpu_ns()), wall)
 }
 
 fn hub_tokio(c: &mut Criterion) {
