@@ -30,8 +30,8 @@
 //!   worker thread then polls the other tasks, whose next blocks join the
 //!   lanes, before the combining resumes. Without this, a worker busy
 //!   combining starves the very tasks that would fill its lanes (measured:
-//!   the CPU time per byte improves 1.4x to 1.8x for 4 to 16 tasks on two
-//!   workers).
+//!   the bytes per CPU-second improve 1.5x to 1.9x for 4 to 16 tasks on
+//!   two workers; `docs/bench-notes/md5.md`).
 //!
 //! # Bounds
 //!
