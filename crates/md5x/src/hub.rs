@@ -750,6 +750,27 @@ impl Hasher {
     ///
     /// Dropping the future before it completes drops the hasher too (its
     /// state would be unknown).
+    ///
+    /// ```
+    /// // A PUT's loop: one read buffer, handed over and given back.
+    /// async fn etag(blocks: &[&[u8]]) -> [u8; 16] {
+    ///     let mut h = md5x::Md5Hub::global().hasher();
+    ///     let mut buf = Vec::with_capacity(1 << 20);
+    ///     for b in blocks {
+    ///         buf.clear();
+    ///         buf.extend_from_slice(b); // stands for the body read
+    ///         (h, buf) = h.update_block(buf).await;
+    ///     }
+    ///     h.finalize()
+    /// }
+    /// # let w = std::task::Waker::noop();
+    /// # let mut cx = std::task::Context::from_waker(w);
+    /// # let mut f = std::pin::pin!(etag(&[b"ab", b"c"]));
+    /// # let d = loop {
+    /// #     if let std::task::Poll::Ready(d) = f.as_mut().poll(&mut cx) { break d; }
+    /// # };
+    /// # assert_eq!(d, md5x::digest(b"abc"));
+    /// ```
     pub fn update_block(mut self, block: Vec<u8>) -> BlockUpdate {
         let range = self.prefix(&block);
         if range.is_empty() || !self.shared.wants_lanes(range.len()) {
