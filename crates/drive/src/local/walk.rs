@@ -50,7 +50,7 @@ impl super::Inner {
 /// Directories with fewer candidates are read again each time (cheap).
 const CACHE_MIN_CANDIDATES: usize = 1024;
 /// Most bytes of candidates kept per drive.
-const CACHE_MAX_BYTES: usize = 32 << 20;
+const CACHE_MAX_BYTES: usize = 16 << 20;
 
 /// What identifies one state of a directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
