@@ -26,7 +26,6 @@ use bytes::Bytes;
 use drive::format::{META_VOLUME, TMP_VOLUME};
 use drive::{ALIGN, AlignedBuf, BufferPool, Drive, DriveError, align_up};
 use ec_simd::ReedSolomon;
-use md5::{Digest, Md5};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
@@ -504,7 +503,7 @@ impl ErasureSet {
                 let etag = if opts.caller_etag {
                     String::new()
                 } else {
-                    hex::encode(Md5::digest(&prefix))
+                    hex::encode(md5x::digest(&prefix))
                 };
                 let shards = self.encode_inline(&rs, &prefix, k, m, &distribution)?;
                 let mut ov = new_version(version_id, data_dir, total, erasure, opts, &etag);
@@ -676,7 +675,9 @@ impl ErasureSet {
         senders: &mut [Option<mpsc::Sender<AlignedBuf>>],
         quorum: usize,
     ) -> Result<(u64, String)> {
-        let mut md5 = want_md5.then(Md5::new);
+        // One hasher per upload from the process-wide hub: the 1 MiB blocks
+        // of concurrent uploads are hashed together in the SIMD lanes.
+        let mut md5 = want_md5.then(|| md5x::Md5Hub::global().hasher());
         let mut total = 0u64;
         let mut block = vec![0u8; BLOCK_SIZE];
         loop {
@@ -697,10 +698,16 @@ impl ErasureSet {
             if got == 0 {
                 break;
             }
-            let cur = &block[..got];
-            if let Some(h) = md5.as_mut() {
-                h.update(cur);
+            if let Some(h) = md5.take() {
+                // update_block hashes the whole Vec and hands it back: give it
+                // exactly the bytes read (only the last block is short, and
+                // the loop ends after it).
+                block.truncate(got);
+                let (h, b) = h.update_block(std::mem::take(&mut block)).await;
+                block = b;
+                md5 = Some(h);
             }
+            let cur = &block[..got];
             let records = self.encode_block(rs, cur, k, m)?;
             for (d, &s) in distribution.iter().enumerate() {
                 let Some(tx) = &senders[d] else { continue };
