@@ -11,7 +11,9 @@
 //! bumps a generation (when it starts and when it ends, even if its future
 //! is dropped), and the directory's inode, size, link count and change and
 //! modification times must be those seen when it was read (which catches
-//! changes made by another process).
+//! changes made by another process, to the file system's timestamp
+//! granularity; Linux 6.13 and later make a change after a `stat` show a
+//! new time on ext4, XFS, btrfs and tmpfs).
 
 use std::collections::HashMap;
 use std::future::Future;
