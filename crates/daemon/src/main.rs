@@ -113,6 +113,38 @@ fn token_main(args: &TokenArgs) -> Result<ExitCode, ConfigError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The kernels CPU detection and the start-up self-tests chose (erasure
+/// coding, HighwayHash, MD5), and a warning for any kernel the CPU runs but
+/// that failed its self-test (never used: the build or the CPU is suspect).
+fn log_kernels() {
+    let ec = ec_simd::Kernel::self_test_report();
+    let ec_failed: Vec<String> = ec
+        .iter()
+        .filter(|r| matches!(r.status, ec_simd::KernelStatus::Failed(_)))
+        .map(|r| format!("{}: {}", r.name, r.status))
+        .collect();
+    tracing::info!(
+        erasure = ec_simd::Kernel::detect().name(),
+        highwayhash = bitrot::Kernel::detect().name(),
+        md5 = md5x::Kernel::detect().name(),
+        "kernels selected after CPU detection and self-tests"
+    );
+    if !ec_failed.is_empty() {
+        tracing::warn!(
+            "erasure-coding kernels failed their self-test: {}",
+            ec_failed.join("; ")
+        );
+    }
+    let hh = bitrot::Kernel::detection_report();
+    if hh.any_self_test_failed() {
+        tracing::warn!("{hh}");
+    }
+    let md5 = md5x::Kernel::detection_report();
+    if md5.any_self_test_failed() {
+        tracing::warn!("{md5}");
+    }
+}
+
 async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, ConfigError> {
     let (notifier, warning) = Notifier::from_env(env.raw(cli::NOTIFY_SOCKET.name));
     if let Some(w) = warning {
@@ -122,6 +154,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         tracing::debug!("notifying systemd through NOTIFY_SOCKET");
     }
     notifier.status("starting");
+    log_kernels();
 
     let tls = match tls::setup(cfg.certs_dir.as_deref(), cfg.certs_dir_explicit) {
         Ok(TlsSetup::Disabled) => None,
