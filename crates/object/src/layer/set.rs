@@ -752,10 +752,27 @@ impl ErasureSet {
     ) -> Result<Vec<Vec<u8>>> {
         let sl = block.len().div_ceil(k);
         let mut records: Vec<Vec<u8>> = (0..k + m).map(|_| vec![0u8; HASH_LEN + sl]).collect();
+        self.fill_records(rs, block, k, &mut records)?;
+        Ok(records)
+    }
+
+    /// Writes the `k + m` records of `block` into `records` (each exactly
+    /// `HASH_LEN + ceil(len / k)` bytes, any prior content): the data
+    /// shards (the last zero-padded), the parity shards, then every hash.
+    fn fill_records<R: std::ops::DerefMut<Target = [u8]>>(
+        &self,
+        rs: &Coder,
+        block: &[u8],
+        k: usize,
+        records: &mut [R],
+    ) -> Result<()> {
+        let sl = block.len().div_ceil(k);
         for (j, rec) in records.iter_mut().take(k).enumerate() {
             let start = (j * sl).min(block.len());
             let end = ((j + 1) * sl).min(block.len());
-            rec[HASH_LEN..HASH_LEN + (end - start)].copy_from_slice(&block[start..end]);
+            let n = end - start;
+            rec[HASH_LEN..HASH_LEN + n].copy_from_slice(&block[start..end]);
+            rec[HASH_LEN + n..].fill(0);
         }
         if sl > 0 {
             let (data, parity) = records.split_at_mut(k);
@@ -763,11 +780,11 @@ impl ErasureSet {
             let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|r| &mut r[HASH_LEN..]).collect();
             rs.encode(&d, &mut p)?;
         }
-        for rec in &mut records {
+        for rec in records.iter_mut() {
             let h = self.bitrot.sum(&rec[HASH_LEN..]);
             rec[..HASH_LEN].copy_from_slice(&h);
         }
-        Ok(records)
+        Ok(())
     }
 
     /// [`encode_block`](Self::encode_block) straight into the buffers the
@@ -792,27 +809,12 @@ impl ErasureSet {
                 _ => AlignedBuf::with_capacity(rec_len).map_err(Error::Drive)?,
             };
             // A pooled buffer holds an earlier record: every byte of the
-            // new one is written below (data, padding, parity, hashes).
+            // new one is written by fill_records (data, padding, parity,
+            // hashes).
             buf.set_len(rec_len);
             records.push(buf);
         }
-        for (j, rec) in records.iter_mut().take(k).enumerate() {
-            let start = (j * sl).min(block.len());
-            let end = ((j + 1) * sl).min(block.len());
-            let n = end - start;
-            rec[HASH_LEN..HASH_LEN + n].copy_from_slice(&block[start..end]);
-            rec[HASH_LEN + n..].fill(0);
-        }
-        if sl > 0 {
-            let (data, parity) = records.split_at_mut(k);
-            let d: Vec<&[u8]> = data.iter().map(|r| &r[HASH_LEN..]).collect();
-            let mut p: Vec<&mut [u8]> = parity.iter_mut().map(|r| &mut r[HASH_LEN..]).collect();
-            rs.encode(&d, &mut p)?;
-        }
-        for rec in &mut records {
-            let h = self.bitrot.sum(&rec[HASH_LEN..]);
-            rec[..HASH_LEN].copy_from_slice(&h);
-        }
+        self.fill_records(rs, block, k, &mut records)?;
         Ok(records)
     }
 
@@ -1135,22 +1137,7 @@ impl ErasureSet {
                     let block = self
                         .finish_block(&rs, &src, r, fetched, b, sl, pi, &mut bad, inline)
                         .await
-                        .map_err(|e| match e {
-                            Error::DataUnreadable {
-                                block,
-                                intact,
-                                needed,
-                                ..
-                            } => Error::DataUnreadable {
-                                bucket: bucket.into(),
-                                key: key.into(),
-                                part: pn,
-                                block,
-                                intact,
-                                needed,
-                            },
-                            e => e,
-                        })?;
+                        .map_err(|e| located(e, bucket, key, pn))?;
                     let from = (lo.max(blk_start) - blk_start) as usize;
                     let to = (hi.min(blk_start + blk_len as u64) - blk_start) as usize;
                     send_shards(sink, block, sl, from, to).await?;
@@ -1730,22 +1717,7 @@ impl ErasureSet {
                         &rs, bucket, &path, &r, &holder, &frame, b, sl, 0, &mut bad, inline,
                     )
                     .await
-                    .map_err(|e| match e {
-                        Error::DataUnreadable {
-                            block,
-                            intact,
-                            needed,
-                            ..
-                        } => Error::DataUnreadable {
-                            bucket: bucket.into(),
-                            key: key.into(),
-                            part: pn,
-                            block,
-                            intact,
-                            needed,
-                        },
-                        e => e,
-                    })?;
+                    .map_err(|e| located(e, bucket, key, pn))?;
                 // read_block completed the data shards; compute parity.
                 {
                     let (data, parity) = shards.split_at_mut(k);
@@ -2205,6 +2177,28 @@ async fn read_record(
         Err(e) => return Err(e.to_string()),
     }
     Ok(Chunk::record(buf, skip + HASH_LEN..skip + rec_len))
+}
+
+/// `e` with the object it concerns filled in, when it is a
+/// [`Error::DataUnreadable`] raised by the block readers (which know only
+/// the block).
+fn located(e: Error, bucket: &str, key: &str, part: i64) -> Error {
+    match e {
+        Error::DataUnreadable {
+            block,
+            intact,
+            needed,
+            ..
+        } => Error::DataUnreadable {
+            bucket: bucket.into(),
+            key: key.into(),
+            part,
+            block,
+            intact,
+            needed,
+        },
+        e => e,
+    }
 }
 
 pub(crate) async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> Result<usize> {
