@@ -342,7 +342,11 @@ class RoundTripTests(SseCase):
     def test_conditions_use_the_etag_shown(self):
         bucket = self.new_bucket()
         key = os.urandom(32)
-        for mode, args in (("s3", {"ServerSideEncryption": "AES256"}), ("c", ssec(key))):
+        for mode, args in (
+            ("s3", {"ServerSideEncryption": "AES256"}),
+            ("kms", {"ServerSideEncryption": "aws:kms"}),
+            ("c", ssec(key)),
+        ):
             with self.subTest(mode=mode):
                 read_args = ssec(key) if mode == "c" else {}
                 etag = self.s3.put_object(Bucket=bucket, Key=mode, Body=b"conditional", **args)["ETag"]
@@ -391,6 +395,150 @@ class RoundTripTests(SseCase):
         self.assert_plain(put)
         self.assert_plain(self.s3.head_object(Bucket=bucket, Key="k"))
         self.assertEqual(self.read(bucket, "k"), b"third")
+
+
+class EtagTests(SseCase):
+    """ETags of encrypted objects as S3 gives them: an SSE-S3 object's and
+    part's ETag is the MD5 of its plaintext; SSE-C and SSE-KMS objects have
+    ETags that "are not an MD5 digest of their object data" (MinIO: the
+    last 32 hex digits of the sealed ETag it stores). PUT, HEAD, GET,
+    CopyObject, UploadPart, ListParts and the listings all give the same
+    value for one object, and listings give the plaintext size."""
+
+    MODES = (
+        ("s3", {"ServerSideEncryption": "AES256"}),
+        ("kms", {"ServerSideEncryption": "aws:kms"}),
+        ("c", None),
+    )
+
+    def setUp(self):
+        self.key = os.urandom(32)
+
+    def args(self, mode, put_args):
+        """(write arguments, read arguments) of a mode."""
+        if mode == "c":
+            return ssec(self.key), ssec(self.key)
+        return put_args, {}
+
+    def test_put_head_get_etags(self):
+        bucket = self.new_bucket()
+        body = data_of(100_000, seed=1)
+        for mode, put_args in self.MODES:
+            with self.subTest(mode=mode):
+                write, read = self.args(mode, put_args)
+                put = self.s3.put_object(Bucket=bucket, Key=mode, Body=body, **write)
+                head = self.s3.head_object(Bucket=bucket, Key=mode, **read)
+                got = self.s3.get_object(Bucket=bucket, Key=mode, **read)
+                self.assertRegex(put["ETag"], r'^"[0-9a-f]{32}"$')
+                self.assertEqual(head["ETag"], put["ETag"])
+                self.assertEqual(got["ETag"], put["ETag"])
+                if mode == "s3":
+                    self.assertEqual(put["ETag"], f'"{md5_hex(body)}"')
+                else:
+                    self.assertNotEqual(put["ETag"], f'"{md5_hex(body)}"')
+
+    def test_copy_etags(self):
+        bucket = self.new_bucket()
+        body = data_of(70_000, seed=5)
+        self.s3.put_object(Bucket=bucket, Key="src", Body=body)
+        for mode, put_args in self.MODES:
+            with self.subTest(mode=mode):
+                write, read = self.args(mode, put_args)
+                r = self.s3.copy_object(
+                    Bucket=bucket, Key=f"copy-{mode}", CopySource={"Bucket": bucket, "Key": "src"}, **write
+                )
+                etag = r["CopyObjectResult"]["ETag"]
+                self.assertEqual(self.s3.head_object(Bucket=bucket, Key=f"copy-{mode}", **read)["ETag"], etag)
+                if mode == "s3":
+                    self.assertEqual(etag, f'"{md5_hex(body)}"')
+                else:
+                    self.assertRegex(etag, r'^"[0-9a-f]{32}"$')
+                    self.assertNotEqual(etag, f'"{md5_hex(body)}"')
+
+    def test_listings_give_the_head_etag_and_the_plaintext_size(self):
+        bucket = self.new_bucket()
+        bodies = {}
+        for mode, put_args in self.MODES:
+            write, _ = self.args(mode, put_args)
+            bodies[mode] = data_of(50_000 + len(mode), seed=2)
+            self.s3.put_object(Bucket=bucket, Key=mode, Body=bodies[mode], **write)
+            # Multipart too: two parts, each its own DARE stream.
+            body = data_of(PART + 777, seed=3)
+            bodies[f"mp-{mode}"] = body
+            self.multipart(bucket, f"mp-{mode}", body, create=write, each=write if mode == "c" else None)
+        bodies["plain"] = b"plain"
+        self.s3.put_object(Bucket=bucket, Key="plain", Body=b"plain")
+        heads = {}
+        for name in bodies:
+            mode = name.removeprefix("mp-")
+            read = ssec(self.key) if mode == "c" else {}
+            heads[name] = self.s3.head_object(Bucket=bucket, Key=name, **read)["ETag"]
+        for kind, listing in (
+            ("v2", self.s3.list_objects_v2(Bucket=bucket)["Contents"]),
+            ("v1", self.s3.list_objects(Bucket=bucket)["Contents"]),
+            ("versions", self.s3.list_object_versions(Bucket=bucket)["Versions"]),
+        ):
+            with self.subTest(listing=kind):
+                self.assertEqual({o["Key"]: o["ETag"] for o in listing}, heads)
+                self.assertEqual({o["Key"]: o["Size"] for o in listing}, {k: len(b) for k, b in bodies.items()})
+                for o in listing:
+                    self.assertRegex(o["ETag"], r'^"[0-9a-f]{32}(-2)?"$', o["Key"])
+        self.assertEqual(heads["s3"], f'"{md5_hex(bodies["s3"])}"')
+
+    def test_part_etags(self):
+        bucket = self.new_bucket()
+        parts = [data_of(PART, seed=3), data_of(1000, seed=4)]
+        for mode, put_args in self.MODES:
+            with self.subTest(mode=mode):
+                write, _ = self.args(mode, put_args)
+                created, done, completed = self.multipart(
+                    bucket, mode, b"".join(parts), create=write, each=write if mode == "c" else None
+                )
+                etags = [r["ETag"] for r in done]
+                if mode == "s3":
+                    self.assertEqual(etags, [f'"{md5_hex(p)}"' for p in parts])
+                else:
+                    for e, p in zip(etags, parts):
+                        self.assertRegex(e, r'^"[0-9a-f]{32}"$')
+                        self.assertNotEqual(e, f'"{md5_hex(p)}"')
+                # The object's ETag is S3's MD5 of the parts' ETags, "-2".
+                digest = hashlib.md5(b"".join(bytes.fromhex(e.strip('"')) for e in etags)).hexdigest()
+                self.assertEqual(completed["ETag"], f'"{digest}-2"')
+
+    def test_list_parts_gives_the_upload_part_etags(self):
+        bucket = self.new_bucket()
+        for mode, put_args in self.MODES:
+            with self.subTest(mode=mode):
+                write, _ = self.args(mode, put_args)
+                upload = self.s3.create_multipart_upload(Bucket=bucket, Key=mode, **write)["UploadId"]
+                each = write if mode == "c" else {}
+                etags = [
+                    self.s3.upload_part(
+                        Bucket=bucket, Key=mode, UploadId=upload, PartNumber=n, Body=data_of(3000 + n, seed=n), **each
+                    )["ETag"]
+                    for n in (1, 2)
+                ]
+                listed = self.s3.list_parts(Bucket=bucket, Key=mode, UploadId=upload)["Parts"]
+                self.assertEqual([p["ETag"] for p in listed], etags)
+                self.assertEqual([p["Size"] for p in listed], [3001, 3002])
+                self.s3.abort_multipart_upload(Bucket=bucket, Key=mode, UploadId=upload)
+
+    def test_upload_part_copy_into_sse_s3_gives_the_plaintext_md5(self):
+        bucket = self.new_bucket()
+        src = data_of(PART + 5000, seed=9)
+        self.s3.put_object(Bucket=bucket, Key="src", Body=src, **ssec(self.key))
+        upload = self.s3.create_multipart_upload(Bucket=bucket, Key="dst", ServerSideEncryption="AES256")["UploadId"]
+        r = self.s3.upload_part_copy(
+            Bucket=bucket,
+            Key="dst",
+            UploadId=upload,
+            PartNumber=1,
+            CopySource={"Bucket": bucket, "Key": "src"},
+            CopySourceRange=f"bytes=100-{PART + 99}",
+            **ssec_copy(self.key),
+        )
+        self.assertEqual(r["CopyPartResult"]["ETag"], f'"{md5_hex(src[100 : PART + 100])}"')
+        self.s3.abort_multipart_upload(Bucket=bucket, Key="dst", UploadId=upload)
 
 
 class SseCErrorTests(SseCase):

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use drive::Drive;
 use md5::{Digest, Md5};
 use object::layer::{
-    Error, GetOptions, LayerOptions, ListOptions, ObjectLayer, PutOptions, Range, VersionSel,
+    Error, GetOptions, LayerOptions, ListOptions, ObjectLayer, PartOptions, PutOptions, Range,
+    VersionSel,
 };
 use support::{Fault, FaultyDrive, data, dirs};
 
@@ -1185,13 +1186,17 @@ async fn multipart_uploads() {
         .unwrap();
     let stored = vec![7u8; 5 << 20];
     let a = l
-        .upload_part_sized(
+        .upload_part_with(
             "mpu",
             "sealed",
             &id3,
             1,
             &mut &stored[..],
-            (Some(stored.len() as u64), Some((5 << 20) - 1000)),
+            &PartOptions {
+                size: Some(stored.len() as u64),
+                actual_size: Some((5 << 20) - 1000),
+                etag: None,
+            },
         )
         .await
         .unwrap();
@@ -1229,6 +1234,94 @@ async fn multipart_uploads() {
             .unwrap()
             .count();
         assert_eq!(left, 0, "multipart area of {} not cleaned", d.display());
+    }
+}
+
+/// A part whose ETag the caller's reader gives (an SSE-S3 part's ETag is
+/// the MD5 of its plaintext, not of the ciphertext stored): that ETag is
+/// answered, listed, checked on completion and goes into the object's
+/// ETag; a reader that ends without one fails the part and leaves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multipart_caller_given_part_etags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let l = open(&ds).await;
+    l.make_bucket("mpu").await.unwrap();
+    let id = l
+        .create_multipart_upload("mpu", "given", &PutOptions::default())
+        .await
+        .unwrap();
+    let (p1, p2) = (data(5 << 20, 11), data(4321, 12));
+    let given = [
+        "0123456789abcdef0123456789abcdef",
+        "fedcba9876543210fedcba9876543210",
+    ];
+    let mut parts = Vec::new();
+    for (n, (body, etag)) in [(&p1, given[0]), (&p2, given[1])].into_iter().enumerate() {
+        let slot = object::layer::PartEtag::default();
+        // The reader sets it when the body ends: here, before the call.
+        *slot.lock().unwrap() = Some(etag.to_owned());
+        let opts = PartOptions {
+            size: Some(body.len() as u64),
+            actual_size: None,
+            etag: Some(slot),
+        };
+        let p = l
+            .upload_part_with("mpu", "given", &id, n as i64 + 1, &mut &body[..], &opts)
+            .await
+            .unwrap();
+        assert_eq!(p.etag, etag);
+        assert_eq!(p.size, body.len() as u64);
+        parts.push((p.number, p.etag));
+    }
+    let listed: Vec<String> = l
+        .list_parts("mpu", "given", &id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.etag)
+        .collect();
+    assert_eq!(listed, given);
+    // No ETag from the reader (or not 32 hex digits): the part fails.
+    for bad in [None, Some("not-an-etag".to_owned())] {
+        let opts = PartOptions {
+            etag: Some(std::sync::Arc::new(std::sync::Mutex::new(bad))),
+            ..Default::default()
+        };
+        let r = l
+            .upload_part_with("mpu", "given", &id, 3, &mut &p2[..], &opts)
+            .await;
+        assert!(matches!(r, Err(Error::Internal(_))), "{r:?}");
+    }
+    // The MD5 of the stored bytes does not complete the upload.
+    let wrong = hex::encode(Md5::digest(&p1));
+    let r = l
+        .complete_multipart_upload("mpu", "given", &id, &[(1, wrong), (2, given[1].into())])
+        .await;
+    assert!(matches!(r, Err(Error::InvalidPart(_))), "{r:?}");
+    let info = l
+        .complete_multipart_upload("mpu", "given", &id, &parts)
+        .await
+        .unwrap();
+    let mut md5 = Md5::new();
+    for e in given {
+        md5.update(hex::decode(e).unwrap());
+    }
+    assert_eq!(info.etag, format!("{}-2", hex::encode(md5.finalize())));
+    let mut got = Vec::new();
+    l.get_object("mpu", "given", &GetOptions::default(), &mut got)
+        .await
+        .unwrap();
+    assert_eq!(got, [p1, p2].concat());
+    for d in &ds {
+        let tmp_left = std::fs::read_dir(d.join(".minio.sys/tmp"))
+            .map(|r| {
+                r.filter_map(|e| e.ok())
+                    .filter(|e| e.file_name() != ".trash")
+                    .count()
+            })
+            .unwrap_or(0);
+        assert_eq!(tmp_left, 0, "tmp area of {} not cleaned", d.display());
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use md5::{Digest as _, Md5};
-use object::layer::{Chunk, ChunkSink, ObjectInfo, TrailingMetadata, WriteSink};
+use object::layer::{Chunk, ChunkSink, ObjectInfo, PartEtag, TrailingMetadata, WriteSink};
 use ring::rand::{SecureRandom, SystemRandom};
 use sse::dare::{self, CipherSuite, Decryptor, Encryptor, PAYLOAD_LEN};
 use sse::key::{Domain, Fresh, ObjectKey, object_path};
@@ -46,6 +46,14 @@ pub(crate) enum Mode {
     },
     /// SSE-C with the client's key.
     C([u8; 32]),
+}
+
+impl Mode {
+    /// Whether clients see the MD5 of the plaintext as the ETag (SSE-S3),
+    /// or an opaque value (SSE-C, SSE-KMS); see [`client_etag`].
+    pub(crate) fn etag_is_md5(&self) -> bool {
+        matches!(self, Mode::S3)
+    }
 }
 
 /// Encryption settings of the gateway.
@@ -388,18 +396,15 @@ pub(crate) fn existing_key(
 }
 
 impl Existing {
-    /// The plaintext MD5 (hex) from the sealed ETag MinIO stores, or the
-    /// stored ETag when it is not sealed (multipart ETags).
+    /// The ETag clients see, from the stored one: see [`client_etag`].
     pub(crate) fn etag(&self, stored: &str) -> String {
-        if stored.len() > 32
-            && !self.multipart
-            && !stored.contains('-')
-            && let Ok(b) = hex::decode(stored)
-            && let Ok(plain) = self.key.unseal_etag(&b)
-        {
-            return hex::encode(plain);
-        }
-        stored.to_owned()
+        client_etag(&self.sealed, Some(&self.key), stored, self.multipart)
+    }
+
+    /// Whether clients see the MD5 of the plaintext as the ETag (SSE-S3),
+    /// or an opaque value (SSE-C, SSE-KMS).
+    pub(crate) fn etag_is_md5(&self) -> bool {
+        matches!(self.sealed, Sealed::SseS3 { .. })
     }
 
     /// The response headers that say how the object is encrypted.
@@ -431,6 +436,33 @@ impl Existing {
             }
         }
     }
+}
+
+/// The ETag clients see of an encrypted object whose stored ETag is
+/// `stored`, as S3 and MinIO answer it. A single-part object stores its
+/// plaintext MD5 sealed with its object key (MinIO's form, 96 hex digits):
+/// SSE-S3 answers the MD5 unsealed (with `key`, the object key; without it,
+/// or when it does not unseal, the last 32 digits), SSE-C and SSE-KMS the
+/// last 32 digits, an opaque value (AWS: their ETags "are not an MD5
+/// digest of their object data"). Multipart ETags (`md5-N`) and ETags of
+/// 32 digits are stored as clients see them.
+pub(crate) fn client_etag(
+    sealed: &Sealed,
+    key: Option<&ObjectKey>,
+    stored: &str,
+    multipart: bool,
+) -> String {
+    if multipart || stored.len() <= 32 || stored.contains('-') || !stored.is_ascii() {
+        return stored.to_owned();
+    }
+    if matches!(sealed, Sealed::SseS3 { .. })
+        && let Some(key) = key
+        && let Ok(b) = hex::decode(stored)
+        && let Ok(plain) = key.unseal_etag(&b)
+    {
+        return hex::encode(plain);
+    }
+    stored[stored.len() - 32..].to_owned()
 }
 
 /// Response headers of a write in `mode`.
@@ -471,11 +503,15 @@ pub(crate) fn mode_headers(h: &mut http::HeaderMap, nk: &NewKey) {
 /// The plaintext size of an encrypted object (the sum over its parts,
 /// each its own DARE stream).
 pub(crate) fn plain_size(info: &ObjectInfo) -> Result<u64, S3Error> {
-    let parts: Vec<u64> = if info.parts.is_empty() {
-        vec![info.size]
+    if info.parts.is_empty() {
+        plain_size_of([info.size])
     } else {
-        info.parts.iter().map(|p| p.size).collect()
-    };
+        plain_size_of(info.parts.iter().map(|p| p.size))
+    }
+}
+
+/// The plaintext size of encrypted parts of these stored sizes.
+fn plain_size_of(parts: impl IntoIterator<Item = u64>) -> Result<u64, S3Error> {
     let mut total = 0u64;
     for p in parts {
         total += dare::decrypted_len(p)
@@ -484,8 +520,44 @@ pub(crate) fn plain_size(info: &ObjectInfo) -> Result<u64, S3Error> {
     Ok(total)
 }
 
+/// The ETag and size clients see of a listed object: the stored ones for a
+/// plain object; for an encrypted one the ETag [`client_etag`] gives (an
+/// SSE-S3 ETag unsealed through the KMS, as MinIO lists it) and the
+/// plaintext size. A listing shows what it can of an object whose
+/// metadata is damaged or whose key the KMS cannot unseal (the stored
+/// size, the last 32 digits of the ETag) rather than failing the page.
+pub(crate) fn listed_view(
+    bucket: &str,
+    o: &object::layer::ListedObject,
+    cfg: &EncryptionConfig,
+) -> (String, u64) {
+    let Some(enc) = &o.encryption else {
+        return (o.etag.clone(), o.size);
+    };
+    let get = |k: &str| {
+        enc.internal
+            .get(k)
+            .and_then(|v| String::from_utf8(v.clone()).ok())
+    };
+    let Ok(Some(sealed)) = Sealed::from_metadata(get) else {
+        return (o.etag.clone(), o.size);
+    };
+    let multipart = enc.internal.contains_key(META_MULTIPART);
+    let size = plain_size_of(enc.part_sizes.iter().copied()).unwrap_or(o.size);
+    let unseals = matches!(sealed, Sealed::SseS3 { .. }) && !multipart && o.etag.len() > 32;
+    let key = unseals
+        .then(|| {
+            sealed
+                .object_key(cfg.kms.as_deref(), None, bucket, &o.key)
+                .ok()
+        })
+        .flatten();
+    (client_etag(&sealed, key.as_ref(), &o.etag, multipart), size)
+}
+
 /// Encrypts a plaintext stream into DARE packages with the object key;
-/// at its end, records the sealed ETag (MinIO's form) and the plaintext MD5.
+/// at its end, records the sealed ETag (MinIO's form) in the trailing
+/// metadata and the ETag clients see in [`etag`](Self::etag).
 pub(crate) struct EncryptingReader<R> {
     inner: R,
     enc: Encryptor,
@@ -497,15 +569,20 @@ pub(crate) struct EncryptingReader<R> {
     inner_done: bool,
     done: bool,
     trailing: TrailingMetadata,
-    /// The plaintext MD5 (hex), once the stream ended.
-    pub plain_md5: Arc<std::sync::Mutex<Option<String>>>,
+    etag_is_md5: bool,
+    /// The ETag clients see, once the stream ended: the plaintext MD5
+    /// (SSE-S3), or the last 32 hex digits of the sealed ETag (SSE-C,
+    /// SSE-KMS); see [`client_etag`].
+    pub etag: PartEtag,
 }
 
 impl<R> EncryptingReader<R> {
+    /// `etag_is_md5`: clients see the plaintext MD5 as the ETag (SSE-S3).
     pub(crate) fn new(
         inner: R,
         key: &ObjectKey,
         trailing: TrailingMetadata,
+        etag_is_md5: bool,
     ) -> Result<Self, S3Error> {
         Ok(EncryptingReader {
             inner,
@@ -518,7 +595,8 @@ impl<R> EncryptingReader<R> {
             inner_done: false,
             done: false,
             trailing,
-            plain_md5: Arc::default(),
+            etag_is_md5,
+            etag: PartEtag::default(),
         })
     }
 
@@ -543,11 +621,17 @@ impl<R> EncryptingReader<R> {
                 random().map_err(io::Error::other)?,
                 CipherSuite::Aes256Gcm,
             );
+            let sealed = hex::encode(sealed);
+            let seen = if self.etag_is_md5 {
+                hex::encode(digest)
+            } else {
+                sealed[sealed.len() - 32..].to_owned()
+            };
             self.trailing
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push(("etag".to_owned(), hex::encode(sealed)));
-            *self.plain_md5.lock().unwrap_or_else(|p| p.into_inner()) = Some(hex::encode(digest));
+                .push(("etag".to_owned(), sealed));
+            *self.etag.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen);
             self.done = true;
         }
         Ok(())
@@ -888,6 +972,7 @@ pub(crate) async fn read_plain_chunks<S: ChunkSink>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sse::key::SealedKey;
 
     #[derive(Default)]
     struct Collect(Vec<Vec<u8>>);
@@ -901,6 +986,52 @@ mod tests {
 
     fn chunk(b: &[u8]) -> Chunk {
         Chunk::from(b.to_vec())
+    }
+
+    /// The ETag clients see: SSE-S3 unseals the MD5 with the object key
+    /// (the last 32 digits without the key or with another key); SSE-C and
+    /// SSE-KMS give the last 32 digits; multipart ETags, ETags of 32
+    /// digits and damaged (non-ASCII) values are given as stored.
+    #[test]
+    fn client_etags() {
+        let key = ObjectKey([9; 32]);
+        let md5 = [0xab; 16];
+        let stored = hex::encode(key.seal_etag(&md5, [1; 12], CipherSuite::Aes256Gcm));
+        assert_eq!(stored.len(), 96);
+        let sealed_key = SealedKey {
+            key: [0; 64],
+            iv: [0; 32],
+            algorithm: String::new(),
+        };
+        let s3 = Sealed::SseS3 {
+            key_id: "k".into(),
+            data_key: Vec::new(),
+            sealed: sealed_key.clone(),
+        };
+        let kms = Sealed::SseKms {
+            key_id: "k".into(),
+            data_key: Vec::new(),
+            sealed: sealed_key.clone(),
+            context: None,
+        };
+        let c = Sealed::SseC(sealed_key);
+        let tail = &stored[64..];
+        assert_eq!(client_etag(&s3, Some(&key), &stored, false), hex::encode(md5));
+        assert_eq!(client_etag(&s3, None, &stored, false), tail);
+        assert_eq!(client_etag(&s3, Some(&ObjectKey([8; 32])), &stored, false), tail);
+        for sealed in [&kms, &c] {
+            assert_eq!(client_etag(sealed, Some(&key), &stored, false), tail);
+        }
+        for (plain, multipart) in [
+            ("0123456789abcdef0123456789abcdef", false),
+            ("0123456789abcdef0123456789abcdef-3", false),
+            (stored.as_str(), true),
+            ("é".repeat(40).as_str(), false),
+        ] {
+            for sealed in [&s3, &kms, &c] {
+                assert_eq!(client_etag(sealed, Some(&key), plain, multipart), plain);
+            }
+        }
     }
 
     fn plaintext(len: usize) -> Vec<u8> {

@@ -68,6 +68,52 @@ pub struct ListedObject {
     pub is_latest: bool,
     /// Whether this version is a delete marker.
     pub delete_marker: bool,
+    /// An encrypted object's encryption metadata and part sizes (`None`
+    /// for plain objects and delete markers): the ETag and size clients
+    /// see of an encrypted object are not the stored ones, and a gateway
+    /// needs these to give them.
+    pub encryption: Option<Box<ListedEncryption>>,
+}
+
+/// What a listing carries of an encrypted object; see
+/// [`ListedObject::encryption`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedEncryption {
+    /// The `MetaSys` entries of the encryption: keys starting with
+    /// `X-Minio-Internal-Server-Side-Encryption-` or
+    /// `X-Minio-Internal-Encrypted-` (MinIO's names).
+    pub internal: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Stored size of each part, in order (one entry for a single-part
+    /// object).
+    pub part_sizes: Vec<u64>,
+}
+
+/// Whether a `MetaSys` key is one of the encryption entries a listing
+/// carries.
+fn is_encryption_key(k: &str) -> bool {
+    const PREFIXES: [&str; 2] = [
+        "X-Minio-Internal-Server-Side-Encryption-",
+        "X-Minio-Internal-Encrypted-",
+    ];
+    PREFIXES.iter().any(|p| k.starts_with(p))
+}
+
+/// The [`ListedEncryption`] of an object with these `MetaSys` entries and
+/// part sizes, `None` when no entry is an encryption entry.
+fn listed_encryption<'a>(
+    sys: impl Iterator<Item = (std::borrow::Cow<'a, str>, &'a [u8])>,
+    part_sizes: impl FnOnce() -> Vec<u64>,
+) -> Option<Box<ListedEncryption>> {
+    let internal: std::collections::BTreeMap<String, Vec<u8>> = sys
+        .filter(|(k, _)| is_encryption_key(k))
+        .map(|(k, v)| (k.into_owned(), v.to_vec()))
+        .collect();
+    (!internal.is_empty()).then(|| {
+        Box::new(ListedEncryption {
+            internal,
+            part_sizes: part_sizes(),
+        })
+    })
 }
 
 /// A page of ListObjects.
@@ -443,14 +489,31 @@ fn listed_latest(key: &str, v: &Version<'_>) -> ListedObject {
                     etag = val.to_string_lossy().into_owned();
                 }
             }
+            let size = u64::try_from(o.size).unwrap_or(0);
+            let sys = o
+                .meta_sys
+                .iter()
+                .flat_map(|m| m.iter())
+                .map(|(k, v)| (k.to_string_lossy(), &v[..]));
+            // As object_info gives the parts.
+            let encryption = listed_encryption(sys, || {
+                let parts: Vec<u64> = o
+                    .part_numbers
+                    .iter()
+                    .zip(&o.part_sizes)
+                    .map(|(_, &s)| u64::try_from(s).unwrap_or(0))
+                    .collect();
+                if parts.is_empty() { vec![size] } else { parts }
+            });
             ListedObject {
                 key: key.to_owned(),
-                size: u64::try_from(o.size).unwrap_or(0),
+                size,
                 etag,
                 mod_time_nanos: o.mod_time,
                 version_id,
                 is_latest: true,
                 delete_marker: false,
+                encryption,
             }
         }
         _ => ListedObject {
@@ -461,6 +524,7 @@ fn listed_latest(key: &str, v: &Version<'_>) -> ListedObject {
             version_id,
             is_latest: true,
             delete_marker: matches!(v.kind, VersionKind::DeleteMarker(_)),
+            encryption: None,
         },
     }
 }
@@ -563,6 +627,18 @@ fn listed(info: &super::types::ObjectInfo) -> ListedObject {
         version_id: info.version_id,
         is_latest: info.is_latest,
         delete_marker: info.delete_marker,
+        encryption: listed_encryption(
+            info.internal
+                .iter()
+                .map(|(k, v)| (std::borrow::Cow::Borrowed(k.as_str()), &v[..])),
+            || {
+                if info.parts.is_empty() {
+                    vec![info.size]
+                } else {
+                    info.parts.iter().map(|p| p.size).collect()
+                }
+            },
+        ),
     }
 }
 
@@ -782,6 +858,28 @@ mod tests {
             o.set_user(META_ETAG, format!("{:032x}", rng.next()));
         }
         o.set_user("content-type", "text/plain");
+        // Some encrypted (single-part or multipart), with entries a
+        // listing does not carry beside those it does.
+        o.set_sys("x-minio-internal-inline-data", b"true".to_vec());
+        match rng.below(4) {
+            0 => {
+                o.set_sys(
+                    "X-Minio-Internal-Server-Side-Encryption-S3-Sealed-Key",
+                    b"sealed".to_vec(),
+                );
+                o.set_sys("X-Minio-Internal-Server-Side-Encryption-Iv", b"iv".to_vec());
+            }
+            1 => {
+                o.set_sys("X-Minio-Internal-Encrypted-Multipart", Vec::new());
+                o.set_sys(
+                    "X-Minio-Internal-Server-Side-Encryption-Sealed-Key",
+                    b"k".to_vec(),
+                );
+                o.part_numbers = vec![1, 2];
+                o.part_sizes = vec![o.size - o.size / 3, o.size / 3];
+            }
+            _ => {}
+        }
         Version::object(o, 1)
     }
 

@@ -57,9 +57,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use uuid::Uuid;
 
 pub use error::{Error, Result};
-pub use list::{ListOptions, ListResult, ListVersionsResult, ListedObject};
+pub use list::{ListOptions, ListResult, ListVersionsResult, ListedEncryption, ListedObject};
 pub use lock::{LocalLocker, LockGuard, Locker};
-pub use multipart::{UploadInfo, UploadedPart};
+pub use multipart::{PartEtag, PartOptions, UploadInfo, UploadedPart};
 pub use set::{Chunk, ChunkSink, ErasureSet, WriteSink};
 pub use types::*;
 
@@ -1221,21 +1221,25 @@ impl ObjectLayer {
         body: &mut R,
         size: Option<u64>,
     ) -> Result<UploadedPart> {
-        self.upload_part_sized(bucket, key, upload_id, number, body, (size, None))
+        let opts = PartOptions {
+            size,
+            ..PartOptions::default()
+        };
+        self.upload_part_with(bucket, key, upload_id, number, body, &opts)
             .await
     }
 
     /// [`upload_part`](Self::upload_part) of a part whose stored bytes
-    /// differ from what the client sees: `(stored size, actual size)`
-    /// (an encrypted part: ciphertext and plaintext sizes).
-    pub async fn upload_part_sized<R: AsyncRead + Unpin + Send>(
+    /// differ from what the client sees (an encrypted part: ciphertext and
+    /// plaintext sizes, and the ETag the client is given).
+    pub async fn upload_part_with<R: AsyncRead + Unpin + Send>(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
         number: i64,
         body: &mut R,
-        sizes: (Option<u64>, Option<u64>),
+        opts: &PartOptions,
     ) -> Result<UploadedPart> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
@@ -1245,7 +1249,7 @@ impl ObjectLayer {
             .await?;
         let pool = self.upload_pool(bucket, key, upload_id).await?;
         self.set_in(pool, key)
-            .upload_part(bucket, key, upload_id, number, body, sizes)
+            .upload_part(bucket, key, upload_id, number, body, opts)
             .await
     }
 

@@ -55,6 +55,33 @@ pub struct UploadedPart {
     pub mod_time_nanos: i64,
 }
 
+/// How a part is stored when the stored bytes are not the bytes the client
+/// sent (an encrypted part); see [`ObjectLayer::upload_part_with`].
+///
+/// [`ObjectLayer::upload_part_with`]: super::ObjectLayer::upload_part_with
+#[derive(Debug, Clone, Default)]
+pub struct PartOptions {
+    /// Stored bytes, when announced.
+    pub size: Option<u64>,
+    /// Bytes as the client sees them (an encrypted part's plaintext);
+    /// the stored size when `None`.
+    pub actual_size: Option<u64>,
+    /// The part's ETag comes from the caller: its body reader sets it (32
+    /// hex digits) when the body ends, and the layer computes no MD5 of
+    /// the stored bytes. An SSE-S3 part's ETag is the MD5 of its plaintext,
+    /// as S3 gives it, not of the ciphertext stored.
+    pub etag: Option<PartEtag>,
+}
+
+/// A part ETag a body reader fills in at the end of the body; see
+/// [`PartOptions::etag`].
+pub type PartEtag = std::sync::Arc<std::sync::Mutex<Option<String>>>;
+
+/// Whether `s` is an ETag as parts have: 32 lowercase hex digits.
+fn is_part_etag(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// One upload in progress.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadInfo {
@@ -99,7 +126,7 @@ fn part_meta_decode(b: &[u8]) -> Option<UploadedPart> {
     }
     let number = l.next()?.parse().ok()?;
     let etag = l.next()?.to_owned();
-    if etag.len() != 32 || !etag.bytes().all(|c| c.is_ascii_hexdigit()) {
+    if !is_part_etag(&etag) {
         return None;
     }
     let size = l.next()?.parse().ok()?;
@@ -234,8 +261,9 @@ impl ErasureSet {
         upload_id: &str,
         number: i64,
         body: &mut R,
-        (size, actual): (Option<u64>, Option<u64>),
+        opts: &PartOptions,
     ) -> Result<UploadedPart> {
+        let (size, actual) = (opts.size, opts.actual_size);
         if !(1..=MAX_PARTS).contains(&number) {
             return Err(Error::InvalidPartNumber(number));
         }
@@ -255,17 +283,29 @@ impl ErasureSet {
         let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
         let tmp_id = Uuid::new_v4().to_string();
         let tmp_part = format!("{tmp_id}/part.{number}");
-        let (total, etag, failed) = self
+        let (total, mut etag, failed) = self
             .stream_to_tmp(
                 &rs,
                 (k, m),
                 &distribution,
                 body,
-                (size, MAX_PART_SIZE, true),
+                (size, MAX_PART_SIZE, opts.etag.is_none()),
                 (&tmp_id, &tmp_part),
                 quorum,
             )
             .await?;
+        if let Some(given) = &opts.etag {
+            let given = given.lock().unwrap_or_else(|p| p.into_inner()).take();
+            match given.filter(|e| is_part_etag(e)) {
+                Some(e) => etag = e,
+                None => {
+                    self.remove_tmp(&tmp_id).await;
+                    return Err(Error::Internal(
+                        "the body of a part ended without the ETag its reader owes".into(),
+                    ));
+                }
+            }
+        }
         let part = UploadedPart {
             number,
             etag,

@@ -6,6 +6,7 @@ use object::layer::ListOptions;
 use super::xml_response;
 use crate::body::ResponseBody;
 use crate::checksum::{base64_decode, base64_encode};
+use crate::encryption;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
 use crate::time::iso8601;
@@ -177,11 +178,12 @@ pub(super) async fn list_objects<B>(
         }
     }
     for o in &result.objects {
+        let (etag, size) = encryption::listed_view(ctx.bucket(), o, &gw.config.encryption);
         w.open("Contents")
             .elem("Key", &enc.s(&o.key))
             .elem("LastModified", &iso8601(o.mod_time_nanos))
-            .elem("ETag", &format!("\"{}\"", o.etag))
-            .elem("Size", &o.size.to_string());
+            .elem("ETag", &format!("\"{etag}\""))
+            .elem("Size", &size.to_string());
         if fetch_owner {
             w.open("Owner")
                 .elem("ID", &owner_id)
@@ -280,8 +282,9 @@ pub(super) async fn list_versions<B>(
             .elem("IsLatest", if v.is_latest { "true" } else { "false" })
             .elem("LastModified", &iso8601(v.mod_time_nanos));
         if !v.delete_marker {
-            w.elem("ETag", &format!("\"{}\"", v.etag))
-                .elem("Size", &v.size.to_string());
+            let (etag, size) = encryption::listed_view(ctx.bucket(), v, &gw.config.encryption);
+            w.elem("ETag", &format!("\"{etag}\""))
+                .elem("Size", &size.to_string());
         }
         w.open("Owner")
             .elem("ID", &owner_id)

@@ -133,17 +133,16 @@ where
                 reader,
                 &part_key,
                 object::layer::TrailingMetadata::default(),
+                ex.etag_is_md5(),
             )?;
+            let opts = object::layer::PartOptions {
+                size: Some(sse::dare::encrypted_len(size)),
+                actual_size: Some(size),
+                etag: Some(enc.etag.clone()),
+            };
             let r = gw
                 .layer
-                .upload_part_sized(
-                    ctx.bucket(),
-                    ctx.key(),
-                    &id,
-                    n,
-                    &mut enc,
-                    (Some(sse::dare::encrypted_len(size)), Some(size)),
-                )
+                .upload_part_with(ctx.bucket(), ctx.key(), &id, n, &mut enc, &opts)
                 .await;
             reader = enc.into_inner();
             r
@@ -241,20 +240,30 @@ where
         r
     };
     // The part: the plaintext as is, or encrypted under the upload's part
-    // key (stored with its ciphertext and plaintext sizes).
-    let (body, sizes): (Box<dyn tokio::io::AsyncRead + Unpin + Send>, _) = match &dst_enc {
-        None => (Box::new(rd), (Some(len), None)),
+    // key (stored with its ciphertext and plaintext sizes, and the ETag the
+    // encryption mode gives clients).
+    let (body, opts): (Box<dyn tokio::io::AsyncRead + Unpin + Send>, _) = match &dst_enc {
+        None => (
+            Box::new(rd),
+            object::layer::PartOptions {
+                size: Some(len),
+                ..Default::default()
+            },
+        ),
         Some(ex) => {
             let part_key = sse::key::ObjectKey(ex.key.part_key(n as u32));
             let enc = encryption::EncryptingReader::new(
                 rd,
                 &part_key,
                 object::layer::TrailingMetadata::default(),
+                ex.etag_is_md5(),
             )?;
-            (
-                Box::new(enc),
-                (Some(sse::dare::encrypted_len(len)), Some(len)),
-            )
+            let opts = object::layer::PartOptions {
+                size: Some(sse::dare::encrypted_len(len)),
+                actual_size: Some(len),
+                etag: Some(enc.etag.clone()),
+            };
+            (Box::new(enc), opts)
         }
     };
     let (bucket, key) = (ctx.bucket(), ctx.key());
@@ -263,7 +272,7 @@ where
         // so a reader still writing stops instead of waiting forever.
         let mut body = body;
         let r = layer
-            .upload_part_sized(bucket, key, &id, n, &mut body, sizes)
+            .upload_part_with(bucket, key, &id, n, &mut body, &opts)
             .await;
         drop(body);
         r

@@ -167,7 +167,7 @@ where
     let trailing = object::layer::TrailingMetadata::default();
     reader.record_checksum_into(trailing.clone());
     opts.trailing_metadata = Some(trailing.clone());
-    let (res, new_key, plain_md5) = match sse_mode {
+    let (res, new_key, client_etag) = match sse_mode {
         None => {
             let res = gw
                 .layer
@@ -181,15 +181,20 @@ where
             opts.actual_size = Some(size);
             opts.internal = nk.internal.clone();
             opts.caller_etag = true;
-            let mut enc = encryption::EncryptingReader::new(reader, &nk.key, trailing)?;
-            let md5 = enc.plain_md5.clone();
+            let mut enc = encryption::EncryptingReader::new(
+                reader,
+                &nk.key,
+                trailing,
+                nk.mode.etag_is_md5(),
+            )?;
+            let etag = enc.etag.clone();
             let res = gw
                 .layer
                 .put_object(ctx.bucket(), ctx.key(), &mut enc, &opts)
                 .await;
             reader = enc.into_inner();
-            let md5 = md5.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            (res, Some(nk), md5)
+            let etag = etag.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            (res, Some(nk), etag)
         }
     };
     ctx.bytes_in += reader.raw_len();
@@ -199,7 +204,7 @@ where
     set(
         h,
         "etag",
-        &quoted(plain_md5.as_deref().unwrap_or(&info.etag)),
+        &quoted(client_etag.as_deref().unwrap_or(&info.etag)),
     );
     if let Some(v) = info.version_id {
         set(h, "x-amz-version-id", &v.to_string());
@@ -803,14 +808,19 @@ where
                 opts.internal = nk.internal.clone();
                 opts.caller_etag = true;
                 opts.trailing_metadata = Some(trailing.clone());
-                let mut enc = encryption::EncryptingReader::new(plain, &nk.key, trailing)?;
-                let md5 = enc.plain_md5.clone();
+                let mut enc = encryption::EncryptingReader::new(
+                    plain,
+                    &nk.key,
+                    trailing,
+                    nk.mode.etag_is_md5(),
+                )?;
+                let etag = enc.etag.clone();
                 let r = gw
                     .layer
                     .put_object(ctx.bucket(), ctx.key(), &mut enc, &opts)
                     .await;
-                let md5 = md5.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                r.map(|i| (i, Some(nk), md5))
+                let etag = etag.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                r.map(|i| (i, Some(nk), etag))
             }
         };
         let read = reader_task
