@@ -643,14 +643,37 @@ async fn minio_reads_tessera_encryption_and_back() {
                 .await
                 .unwrap();
         }
+        // MinIO's listing of what both wrote: the oracle of the ETags and
+        // sizes Tessera lists (encrypted objects list the HEAD ETag and the
+        // plaintext size, not what is stored).
+        listing(&mc, "mix").await
     }
     .await;
     let _ = child.kill();
     let _ = child.wait();
-    let () = result;
+    let minio_listing = result;
     let tmp3 = tempfile::tempdir().unwrap();
     let srv = serve(dirs.clone(), tmp3, true).await;
     let c = client(&srv.endpoint, AK, SK);
+    assert_eq!(minio_listing.len(), 11, "{minio_listing:?}");
+    assert_eq!(listing(&c, "mix").await, minio_listing);
+    // And the HEAD ETags of SSE-C objects, written by either, are MinIO's.
+    for (k, etag, _) in minio_listing
+        .iter()
+        .filter(|(k, ..)| k.starts_with("c-") || k.ends_with("-c"))
+    {
+        let head = c
+            .head_object()
+            .bucket("mix")
+            .key(k)
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(&kb)
+            .sse_customer_key_md5(&km)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(head.e_tag(), Some(etag.as_str()), "{k}");
+    }
     assert!(
         get(&c, "mix", "m-mp").await == mp,
         "Tessera reads MinIO's multipart SSE-S3"
@@ -696,6 +719,22 @@ async fn minio_reads_tessera_encryption_and_back() {
         let hi = 70_000.min(body.len() - 1);
         assert!(got[..] == body[1..=hi], "Tessera reads MinIO's SSE-C {k}");
     }
+}
+
+/// (key, ETag, size) of every object of a bucket, by ListObjectsV2.
+#[cfg(feature = "minio-interop")]
+async fn listing(c: &Client, bucket: &str) -> Vec<(String, String, i64)> {
+    let out = c.list_objects_v2().bucket(bucket).send().await.unwrap();
+    out.contents()
+        .iter()
+        .map(|o| {
+            (
+                o.key().unwrap().to_owned(),
+                o.e_tag().unwrap().to_owned(),
+                o.size().unwrap(),
+            )
+        })
+        .collect()
 }
 
 async fn multipart_put(
