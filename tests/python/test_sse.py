@@ -541,6 +541,90 @@ class EtagTests(SseCase):
         self.s3.abort_multipart_upload(Bucket=bucket, Key="dst", UploadId=upload)
 
 
+class PostUploadTests(SseCase):
+    """Browser-form POST uploads encrypt as PUT does: the form's
+    x-amz-server-side-encryption* fields (in the signed policy), the
+    bucket's default encryption, SSE-C with the key in the form."""
+
+    def post(self, bucket, key, body, fields=None):
+        fields = dict(fields or {})
+        conditions = [{k: v} for k, v in fields.items()]
+        form = self.s3.generate_presigned_post(bucket, key, Fields=fields, Conditions=conditions)
+        boundary = "----tessera" + os.urandom(8).hex()
+        parts = []
+        for k, v in form["fields"].items():
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode())
+        parts.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="f.bin"\r\n'
+            f"Content-Type: application/octet-stream\r\n\r\n".encode()
+        )
+        data = b"".join(parts) + body + f"\r\n--{boundary}--\r\n".encode()
+        return raw_request(
+            self.endpoint,
+            "POST",
+            f"/{bucket}",
+            body=data,
+            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+            sign=False,
+        )
+
+    def test_form_fields_choose_the_encryption(self):
+        bucket = self.new_bucket()
+        body = data_of(200_000, seed=31)
+        key = os.urandom(32)
+        for name, fields, read, header in (
+            ("s3", {"x-amz-server-side-encryption": "AES256"}, {}, "AES256"),
+            ("kms", {"x-amz-server-side-encryption": "aws:kms"}, {}, "aws:kms"),
+            ("c", {k.lower(): v for k, v in ssec_headers(key).items()}, ssec(key), None),
+        ):
+            with self.subTest(mode=name):
+                r = self.post(bucket, name, body, fields)
+                self.assertEqual(r.status, 204, r)
+                head = self.s3.head_object(Bucket=bucket, Key=name, **read)
+                self.assertEqual(r.headers["etag"], head["ETag"])
+                self.assertEqual(head["ContentLength"], len(body))
+                self.assertEqual(head.get("ServerSideEncryption"), header)
+                if name == "c":
+                    self.assert_sse_c(head, key)
+                    self.assertNotEqual(head["ETag"], f'"{md5_hex(body)}"')
+                    self.assertEqual(r.headers["x-amz-server-side-encryption-customer-algorithm"], "AES256")
+                else:
+                    self.assertEqual(r.headers["x-amz-server-side-encryption"], header)
+                self.assertTrue(self.read(bucket, name, **read) == body)
+        listed = {o["Key"]: o["Size"] for o in self.s3.list_objects_v2(Bucket=bucket)["Contents"]}
+        self.assertEqual(listed, {"s3": len(body), "kms": len(body), "c": len(body)})
+        self.assertEqual(on_disk(self.server, body[5000:5064]), [], "the plaintext reached a drive")
+
+    def test_bucket_default_encryption(self):
+        bucket = self.new_bucket()
+        self.s3.put_bucket_encryption(
+            Bucket=bucket,
+            ServerSideEncryptionConfiguration={
+                "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+            },
+        )
+        body = data_of(70_001, seed=32)
+        r = self.post(bucket, "default", body)
+        self.assertEqual(r.status, 204, r)
+        self.assertEqual(r.headers["etag"], f'"{md5_hex(body)}"')
+        head = self.s3.head_object(Bucket=bucket, Key="default")
+        self.assert_sse_s3(head)
+        self.assertEqual(head["ContentLength"], len(body))
+        self.assertTrue(self.read(bucket, "default") == body)
+        self.assertEqual(on_disk(self.server, body[1000:1064]), [], "the plaintext reached a drive")
+
+    def test_bad_encryption_fields(self):
+        bucket = self.new_bucket()
+        r = self.post(bucket, "bad", b"x", {"x-amz-server-side-encryption": "rot13"})
+        self.assert_raw_error("InvalidArgument", 400, r)
+        key = os.urandom(32)
+        fields = {k.lower(): v for k, v in ssec_headers(key).items()}
+        fields["x-amz-server-side-encryption-customer-key-md5"] = b64(hashlib.md5(b"other").digest())
+        r = self.post(bucket, "bad", b"x", fields)
+        self.assertEqual(r.status, 400, r)
+        self.assert_error("404", 404, self.s3.head_object, Bucket=bucket, Key="bad")
+
+
 class SseCErrorTests(SseCase):
     """What S3 answers to wrong, missing and malformed SSE-C keys."""
 

@@ -130,6 +130,7 @@ async fn metadata_and_content_type_are_kept() {
         trailing_metadata: None,
         internal: Vec::new(),
         actual_size: None,
+        actual_size_of: None,
         caller_etag: false,
     };
     l.put_object("meta", "k", &mut &b"hello"[..], &opts)
@@ -652,6 +653,7 @@ async fn buckets() {
         trailing_metadata: None,
         internal: Vec::new(),
         actual_size: None,
+        actual_size_of: None,
         caller_etag: false,
     };
     l.put_object("two", "src", &mut &body[..], &opts)
@@ -1234,6 +1236,42 @@ async fn multipart_uploads() {
             .unwrap()
             .count();
         assert_eq!(left, 0, "multipart area of {} not cleaned", d.display());
+    }
+}
+
+/// A body of unknown length whose client-visible size follows from the
+/// stored one (an encrypted POST upload): `actual_size_of` gives the part's
+/// actual size recorded in `xl.meta` (`PartASizes`, which MinIO reads),
+/// inline and streamed alike; an announced `actual_size` wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn actual_size_from_the_stored_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let l = open(&ds).await;
+    l.make_bucket("asz").await.unwrap();
+    fn half(s: u64) -> Option<u64> {
+        Some(s / 2)
+    }
+    for (key, len, announced, want) in [
+        ("inline", 1000u64, None, 500i64),
+        ("streamed", 3 << 20, None, 3 << 19),
+        ("announced", 4000, Some(7u64), 7),
+    ] {
+        let body = data(len as usize, 5);
+        let opts = PutOptions {
+            actual_size: announced,
+            actual_size_of: Some(half),
+            ..Default::default()
+        };
+        l.put_object("asz", key, &mut &body[..], &opts)
+            .await
+            .unwrap();
+        let raw = std::fs::read(ds[0].join("asz").join(key).join("xl.meta")).unwrap();
+        let meta = object::xlmeta::XlMeta::decode(&raw).unwrap();
+        let o = meta.versions()[0].version().as_object().unwrap().clone();
+        assert_eq!(o.size, len as i64, "{key}");
+        assert_eq!(o.part_actual_sizes.as_deref(), Some(&[want][..]), "{key}");
+        assert_eq!(get(&l, "asz", key).await.unwrap(), body);
     }
 }
 

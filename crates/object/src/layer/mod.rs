@@ -1144,6 +1144,7 @@ impl ObjectLayer {
                 trailing_metadata: None,
                 internal: Vec::new(),
                 actual_size: None,
+                actual_size_of: None,
                 caller_etag: false,
             },
         };

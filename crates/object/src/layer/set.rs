@@ -2254,11 +2254,13 @@ pub(crate) fn new_version(
     opts: &PutOptions,
     etag: &str,
 ) -> ObjectVersion<'static> {
-    let size = i64::try_from(size).unwrap_or(i64::MAX);
-    let mut ov = ObjectVersion::new(version_id, data_dir, now_nanos(), size, erasure);
     let actual = opts
         .actual_size
-        .map_or(size, |a| i64::try_from(a).unwrap_or(i64::MAX));
+        .or_else(|| opts.actual_size_of.and_then(|f| f(size)))
+        .map(|a| i64::try_from(a).unwrap_or(i64::MAX));
+    let size = i64::try_from(size).unwrap_or(i64::MAX);
+    let mut ov = ObjectVersion::new(version_id, data_dir, now_nanos(), size, erasure);
+    let actual = actual.unwrap_or(size);
     ov.push_part(1, size, actual, None);
     for (k, v) in &opts.internal {
         ov.set_sys(k.clone(), v.clone());

@@ -90,6 +90,11 @@ pub struct PutOptions {
     /// (encrypted objects: the plaintext size), recorded as the part's
     /// actual size as MinIO records it; the stored size when `None`.
     pub actual_size: Option<u64>,
+    /// The actual size from the stored size, for a body of unknown length
+    /// whose stored bytes differ from what clients see (an encrypted POST
+    /// upload: the plaintext size follows from the ciphertext's);
+    /// `actual_size` wins when both are given.
+    pub actual_size_of: Option<fn(u64) -> Option<u64>>,
     /// The caller supplies the ETag, as an `etag` entry of
     /// `trailing_metadata` (an encrypted object's sealed ETag): the layer
     /// then computes no MD5 of the stored bytes.

@@ -764,6 +764,7 @@ where
             trailing_metadata: None,
             internal: Vec::new(),
             actual_size: None,
+            actual_size_of: None,
             caller_etag: false,
         };
         if sc != "STANDARD" {

@@ -22,6 +22,7 @@ use super::object::{quoted, set};
 use super::{empty, xml_response};
 use crate::auth::{CredentialScope, CredentialsProvider, Signature, SigningKey};
 use crate::body::ResponseBody;
+use crate::encryption;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
 use crate::xml::XmlWriter;
@@ -476,7 +477,22 @@ where
     {
         headers.insert(http::header::CONTENT_TYPE, t);
     }
-    let opts: PutOptions = super::object::put_options(&headers, None)?;
+    let mut opts: PutOptions = super::object::put_options(&headers, None)?;
+    // Encryption as a PUT asks it (the form's x-amz-server-side-encryption*
+    // fields), or as the bucket's default or the server's auto-encryption
+    // says.
+    let mut sse_headers = http::HeaderMap::new();
+    for (k, v) in &fields {
+        let lk = k.to_ascii_lowercase();
+        if lk.starts_with("x-amz-server-side-encryption") {
+            let n = http::HeaderName::from_bytes(lk.as_bytes())
+                .map_err(|_| malformed("an encryption field name is not valid"))?;
+            let v = http::HeaderValue::from_str(v)
+                .map_err(|_| malformed("an encryption field value is not valid"))?;
+            sse_headers.insert(n, v);
+        }
+    }
+    let sse_mode = encryption::write_mode_for(gw, &sse_headers, ctx.bucket()).await?;
     let max = policy.length.1.min(gw.config.limits.max_object_bytes);
     let mut reader = FileReader {
         src: &mut src,
@@ -485,13 +501,44 @@ where
         max,
         finished: false,
     };
-    let res = gw
-        .layer
-        .put_object(ctx.bucket(), &key, &mut reader, &opts)
-        .await;
+    let (res, new_key, client_etag) = match sse_mode {
+        None => {
+            let res = gw
+                .layer
+                .put_object(ctx.bucket(), &key, &mut reader, &opts)
+                .await;
+            (res, None, None)
+        }
+        Some(mode) => {
+            let nk = encryption::new_key(&mode, &gw.config.encryption, ctx.bucket(), &key)?;
+            let trailing = object::layer::TrailingMetadata::default();
+            // The file's length is not known before its end: the plaintext
+            // size follows from the ciphertext's.
+            opts.actual_size_of = Some(sse::dare::decrypted_len);
+            opts.internal = nk.internal.clone();
+            opts.caller_etag = true;
+            opts.trailing_metadata = Some(trailing.clone());
+            let mut enc = encryption::EncryptingReader::new(
+                &mut reader,
+                &nk.key,
+                trailing,
+                nk.mode.etag_is_md5(),
+            )?;
+            let etag = enc.etag.clone();
+            let res = gw
+                .layer
+                .put_object(ctx.bucket(), &key, &mut enc, &opts)
+                .await;
+            let etag = etag.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            (res, Some(nk), etag)
+        }
+    };
     let total = reader.total;
     ctx.bytes_in += src.raw;
-    let info = res?;
+    let mut info = res?;
+    if let Some(e) = client_etag {
+        info.etag = e;
+    }
     if total < policy.length.0 {
         // Too small for the policy: take it back out.
         let _ = gw
@@ -544,6 +591,9 @@ where
     set(h, "etag", &quoted(&info.etag));
     if let Some(v) = info.version_id {
         set(h, "x-amz-version-id", &v.to_string());
+    }
+    if let Some(nk) = &new_key {
+        encryption::mode_headers(h, nk);
     }
     Ok(r)
 }
