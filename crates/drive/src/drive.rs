@@ -124,10 +124,15 @@ pub type DirEntryName = String;
 /// A file being written as a stream of owned buffers.
 ///
 /// Buffers are taken by value (so the io_uring backend can hand them to the
-/// kernel without a copy) and given back for reuse. Writes whose length is a
-/// multiple of [`ALIGN`](crate::ALIGN) go to disk straight from the caller's
-/// buffer; other lengths are copied into an internal aligned staging buffer,
-/// so any chunking is accepted.
+/// kernel without a copy) and given back for reuse. When nothing is staged,
+/// the whole [`ALIGN`](crate::ALIGN) blocks of a write go to disk straight
+/// from the caller's buffer and only its tail (under one block) is copied
+/// into an internal aligned staging buffer; the write that completes the
+/// size announced to [`Drive::create_file`] goes entirely from the caller's
+/// buffer (padded with zeros inside its capacity, the file cut back by
+/// `finish`). A write that follows a staged tail is copied behind it, so any
+/// chunking is accepted, and a caller that keeps its writes aligned (carrying
+/// its own tail into the next buffer) is never copied.
 ///
 /// Call [`finish`](Self::finish) to flush and `fdatasync` the file. A writer
 /// dropped without `finish` leaves a partial file behind for the caller to

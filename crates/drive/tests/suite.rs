@@ -148,6 +148,7 @@ suite!(
     streaming_sizes_and_ranges,
     stream_reader_read_ahead,
     writer_size_checks,
+    writer_whole_blocks_and_tails,
     dropped_writer_leaves_partial_file,
     direct_io_used_where_supported,
     direct_io_refusal_falls_back,
@@ -571,6 +572,77 @@ async fn writer_size_checks(kind: Kind) {
         d.create_file("b", "dir", None).await,
         Err(DriveError::IsDirectory)
     ));
+}
+
+/// The writer's paths around its staging buffer: whole blocks straight
+/// from the caller's buffer, the announced size's last write padded in the
+/// caller's buffer and cut back, an unaligned write's tail staged with the
+/// next writes copied behind it; content and size exact on every path.
+async fn writer_whole_blocks_and_tails(kind: Kind) {
+    let env = open(kind).await;
+    let d = &env.drive;
+    d.make_volume("b").await.unwrap();
+    // (announce the size, chunk sizes): aligned then a short final write
+    // (as the PUT's record streams hand them over); a single short write;
+    // an unaligned write first (head straight, tail staged) then aligned
+    // and odd ones behind the staged tail; a final write that follows a
+    // staged tail; unknown sizes.
+    let cases: [(bool, &[usize]); 8] = [
+        (true, &[8192, 3 * 4096, 5000]),
+        (true, &[100]),
+        (true, &[4096, 4096]),
+        (true, &[3 * 4096 + 100, 4096, 5000, 1]),
+        (true, &[4097, 13]),
+        (false, &[8192, 3 * 4096, 5000]),
+        (false, &[3 * 4096 + 100, 4096, 5000]),
+        (false, &[100, 8192]),
+    ];
+    for (c, (announce, chunks)) in cases.iter().enumerate() {
+        let total: usize = chunks.iter().sum();
+        let data = pattern(40 + c as u64, total);
+        let path = format!("wb/{c}");
+        let mut w = d
+            .create_file("b", &path, announce.then_some(total as u64))
+            .await
+            .unwrap();
+        let mut off = 0;
+        for &n in chunks.iter() {
+            let back = w.write(aligned(&data[off..off + n])).await.unwrap();
+            assert!(back.is_empty());
+            off += n;
+        }
+        if *announce {
+            // One byte past the announced size is refused without
+            // poisoning the writer.
+            assert!(matches!(
+                w.write(aligned(&[9])).await,
+                Err(DriveError::SizeMismatch { .. })
+            ));
+        }
+        assert_eq!(w.written(), total as u64);
+        assert_eq!(w.finish().await.unwrap(), total as u64, "case {c}");
+        assert_eq!(d.stat_file("b", &path).await.unwrap().size, total as u64);
+        assert_eq!(
+            d.read_all("b", &path, 1 << 20).await.unwrap(),
+            data,
+            "case {c} chunks {chunks:?}"
+        );
+    }
+    // A last write whose buffer holds stale bytes past its length: the
+    // padding written is zeros inside the capacity, and the file is cut
+    // back to the announced size.
+    let data = pattern(60, 4096 + 10);
+    let mut buf = AlignedBuf::with_capacity(8192).unwrap();
+    buf.capacity_mut().fill(0xee);
+    buf.clear();
+    buf.extend_from_slice(&data);
+    let mut w = d
+        .create_file("b", "wb/stale", Some(data.len() as u64))
+        .await
+        .unwrap();
+    w.write(buf).await.unwrap();
+    assert_eq!(w.finish().await.unwrap(), data.len() as u64);
+    assert_eq!(d.read_all("b", "wb/stale", 1 << 20).await.unwrap(), data);
 }
 
 async fn dropped_writer_leaves_partial_file(kind: Kind) {

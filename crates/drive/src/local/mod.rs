@@ -803,6 +803,7 @@ impl Inner {
             accepted: 0,
             staging: None,
             expected,
+            padded: false,
             poisoned: false,
         })
     }
@@ -1419,6 +1420,9 @@ struct LocalWriter {
     accepted: u64,
     staging: Option<AlignedBuf>,
     expected: Option<u64>,
+    /// The last write went to disk padded to a whole block: the file is
+    /// longer than `accepted` until `finish` cuts it back.
+    padded: bool,
     poisoned: bool,
 }
 
@@ -1464,6 +1468,33 @@ impl LocalWriter {
                 .await?;
             buf = back.into_aligned().ok_or(DriveError::BackendStopped)?;
             self.file_offset += n;
+        } else if staged == 0 && self.expected == Some(total) {
+            // The file's last bytes, nothing staged: straight from the
+            // caller's buffer, padded with zeros to a whole block inside its
+            // (aligned) capacity; `finish` cuts the file back to its size.
+            let len = buf.len();
+            let padded = align_up(len);
+            buf.capacity_mut()[len..padded].fill(0);
+            let back = self
+                .inner
+                .write_full(&fd, IoBuf::Aligned(buf), 0, padded, self.file_offset)
+                .await?;
+            buf = back.into_aligned().ok_or(DriveError::BackendStopped)?;
+            self.file_offset += n;
+            self.padded = padded != len;
+        } else if staged == 0 && buf.len() > ALIGN {
+            // Nothing staged: the whole blocks go straight from the
+            // caller's buffer, only the tail (under one block) is staged.
+            let head = buf.len() & !(ALIGN - 1);
+            let back = self
+                .inner
+                .write_full(&fd, IoBuf::Aligned(buf), 0, head, self.file_offset)
+                .await?;
+            buf = back.into_aligned().ok_or(DriveError::BackendStopped)?;
+            self.file_offset += head as u64;
+            let mut staging = self.inner.staging.get().await?;
+            staging.extend_from_slice(&buf[head..]);
+            self.staging = Some(staging);
         } else {
             let mut consumed = 0;
             while consumed < buf.len() {
@@ -1516,6 +1547,13 @@ impl LocalWriter {
                     .await
                     .map_err(|e| self.inner.map("ftruncate", Ctx::Write, e))?;
             }
+        }
+        if self.padded {
+            self.inner
+                .io
+                .truncate(&fd, self.accepted)
+                .await
+                .map_err(|e| self.inner.map("ftruncate", Ctx::Write, e))?;
         }
         if let Some(expected) = self.expected
             && expected != self.accepted

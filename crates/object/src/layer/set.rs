@@ -680,6 +680,7 @@ impl ErasureSet {
         let mut md5 = want_md5.then(|| md5x::Md5Hub::global().hasher());
         let mut total = 0u64;
         let mut block = vec![0u8; BLOCK_SIZE];
+        let mut streams = RecordStreams::new(self, k, m);
         loop {
             let got = read_full(body, &mut block).await?;
             total += got as u64;
@@ -695,27 +696,29 @@ impl ErasureSet {
                     },
                 });
             }
-            if got == 0 {
-                break;
-            }
-            if let Some(h) = md5.take() {
-                // update_block hashes the whole Vec and hands it back: give it
-                // exactly the bytes read (only the last block is short, and
-                // the loop ends after it).
-                block.truncate(got);
-                let (h, b) = h.update_block(std::mem::take(&mut block)).await;
-                block = b;
-                md5 = Some(h);
-            }
-            let cur = &block[..got];
-            let mut records: Vec<Option<AlignedBuf>> = self
-                .encode_block_aligned(rs, cur, k, m)?
-                .into_iter()
-                .map(Some)
-                .collect();
+            // The files' last bytes: everything still held, unaligned.
+            let mut out = if got == 0 {
+                // The body ended on a block boundary: what is carried.
+                streams.tails()
+            } else {
+                if let Some(h) = md5.take() {
+                    // update_block hashes the whole Vec and hands it back: give
+                    // it exactly the bytes read (only the last block is short,
+                    // and the loop ends after it).
+                    block.truncate(got);
+                    let (h, b) = h.update_block(std::mem::take(&mut block)).await;
+                    block = b;
+                    md5 = Some(h);
+                }
+                // A block is the last one when it is short or completes the
+                // announced size (a body running long still fails at the
+                // next read, before anything is committed).
+                let last = got < BLOCK_SIZE || size == Some(total);
+                streams.encode(self, rs, &block[..got], k, last)?
+            };
             for (d, &s) in distribution.iter().enumerate() {
                 let Some(tx) = &senders[d] else { continue };
-                let Some(buf) = records[s - 1].take() else {
+                let Some(buf) = out[s - 1].take() else {
                     continue;
                 };
                 if tx.send(buf).await.is_err() {
@@ -785,37 +788,6 @@ impl ErasureSet {
             rec[..HASH_LEN].copy_from_slice(&h);
         }
         Ok(())
-    }
-
-    /// [`encode_block`](Self::encode_block) straight into the buffers the
-    /// shard writers take: each record `[hash][shard]` is built in its own
-    /// aligned buffer (reused from the set's pool of that size when one is
-    /// free), so a data byte is copied once, into its record, and nothing
-    /// is zeroed but the padding of the last data shard.
-    pub(crate) fn encode_block_aligned(
-        &self,
-        rs: &Coder,
-        block: &[u8],
-        k: usize,
-        m: usize,
-    ) -> Result<Vec<AlignedBuf>> {
-        let sl = block.len().div_ceil(k);
-        let rec_len = HASH_LEN + sl;
-        let pool = self.read_pool(align_up(rec_len));
-        let mut records = Vec::with_capacity(k + m);
-        for _ in 0..k + m {
-            let mut buf = match pool.as_ref().and_then(BufferPool::try_get) {
-                Some(Ok(buf)) if buf.capacity() >= rec_len => buf,
-                _ => AlignedBuf::with_capacity(rec_len).map_err(Error::Drive)?,
-            };
-            // A pooled buffer holds an earlier record: every byte of the
-            // new one is written by fill_records (data, padding, parity,
-            // hashes).
-            buf.set_len(rec_len);
-            records.push(buf);
-        }
-        self.fill_records(rs, block, k, &mut records)?;
-        Ok(records)
     }
 
     /// Commits a new version on every drive that has its data: moves the
@@ -2213,6 +2185,144 @@ pub(crate) async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -
     Ok(got)
 }
 
+/// The shard files of one streamed upload as they are built, so that the
+/// drive writers get only whole [`ALIGN`] blocks (written with `O_DIRECT`
+/// straight from these buffers, without a copy) until the files' last
+/// bytes.
+///
+/// A shard file is a run of records `[hash][shard]` of `HASH_LEN + 2^k`
+/// bytes, not a multiple of `ALIGN`. Per shard, the records of a block are
+/// encoded in place into an aligned buffer right behind the file's bytes
+/// not handed out yet (the carry, under one block, the same length on every
+/// shard since all shard files have the same layout); the whole blocks go
+/// to the writer and the carry is copied to the front of the next buffer.
+/// Every byte of a shard file is the one `encode_block` gives: the on-disk
+/// format does not change.
+struct RecordStreams {
+    pool: Option<BufferPool>,
+    /// Capacity of every buffer: a carry plus one record of a full block.
+    cap: usize,
+    /// Per shard (`0..k + m`, not drive order): the buffer whose first
+    /// `carry` bytes are carried.
+    bufs: Vec<Option<AlignedBuf>>,
+    carry: usize,
+}
+
+impl RecordStreams {
+    fn new(set: &ErasureSet, k: usize, m: usize) -> Self {
+        // The size class of a GET's record buffers of the same layout, so
+        // that both share one pool.
+        let cap = align_up(HASH_LEN + BLOCK_SIZE.div_ceil(k)) + ALIGN;
+        RecordStreams {
+            pool: set.read_pool(cap),
+            cap,
+            bufs: (0..k + m).map(|_| None).collect(),
+            carry: 0,
+        }
+    }
+
+    /// An empty buffer of `cap` bytes, from the pool while it has one.
+    fn buffer(&self) -> Result<AlignedBuf> {
+        if let Some(Ok(mut buf)) = self.pool.as_ref().and_then(BufferPool::try_get)
+            && buf.capacity() >= self.cap
+        {
+            buf.clear();
+            return Ok(buf);
+        }
+        AlignedBuf::with_capacity(self.cap).map_err(Error::Drive)
+    }
+
+    /// Encodes `block` (at most [`BLOCK_SIZE`]) and returns, per shard, what
+    /// its writer gets now: the whole `ALIGN` blocks written so far, or,
+    /// when `last`, everything (the file's end, any length). `None` when
+    /// there is not a whole block yet.
+    fn encode(
+        &mut self,
+        set: &ErasureSet,
+        rs: &Coder,
+        block: &[u8],
+        k: usize,
+        last: bool,
+    ) -> Result<Vec<Option<AlignedBuf>>> {
+        let rec_len = HASH_LEN + block.len().div_ceil(k);
+        let carry = self.carry;
+        let end = carry + rec_len;
+        for i in 0..self.bufs.len() {
+            match &self.bufs[i] {
+                None => self.bufs[i] = Some(self.buffer_for(end)?),
+                Some(cur) if cur.capacity() < end => {
+                    // Only after blocks too small to hand out a whole ALIGN
+                    // block (not a full erasure block of any set).
+                    let mut grown = self.buffer_for(end)?;
+                    grown.extend_from_slice(&cur.capacity_slice()[..carry]);
+                    self.bufs[i] = Some(grown);
+                }
+                Some(_) => {}
+            }
+        }
+        // A buffer holds an earlier record past the carry: every byte of
+        // the new one is written by fill_records (data, padding, parity,
+        // hashes).
+        let mut records: Vec<&mut [u8]> = self
+            .bufs
+            .iter_mut()
+            .flatten()
+            .map(|buf| &mut buf.capacity_mut()[carry..end])
+            .collect();
+        set.fill_records(rs, block, k, &mut records)?;
+        let ship = if last { end } else { end & !(ALIGN - 1) };
+        if ship == 0 {
+            self.carry = end;
+            return Ok(self.bufs.iter().map(|_| None).collect());
+        }
+        let mut out = Vec::with_capacity(self.bufs.len());
+        for i in 0..self.bufs.len() {
+            let next = if ship < end {
+                let mut next = self.buffer()?;
+                if let Some(cur) = &self.bufs[i] {
+                    next.extend_from_slice(&cur.capacity_slice()[ship..end]);
+                }
+                Some(next)
+            } else {
+                None
+            };
+            let mut cur = std::mem::replace(&mut self.bufs[i], next);
+            if let Some(cur) = &mut cur {
+                cur.set_len(ship);
+            }
+            out.push(cur);
+        }
+        self.carry = end - ship;
+        Ok(out)
+    }
+
+    /// A buffer for records ending at `end` (only a carry of an unusually
+    /// small block could need more than `cap`).
+    fn buffer_for(&self, end: usize) -> Result<AlignedBuf> {
+        if end <= self.cap {
+            self.buffer()
+        } else {
+            AlignedBuf::with_capacity(end).map_err(Error::Drive)
+        }
+    }
+
+    /// The carried bytes of every shard (the files' end when the body
+    /// ended on a block boundary); `None` for shards with nothing carried.
+    fn tails(&mut self) -> Vec<Option<AlignedBuf>> {
+        let carry = std::mem::take(&mut self.carry);
+        self.bufs
+            .iter_mut()
+            .map(|slot| {
+                let mut buf = slot.take()?;
+                (carry > 0).then(|| {
+                    buf.set_len(carry);
+                    buf
+                })
+            })
+            .collect()
+    }
+}
+
 fn check_size_of(size: Option<u64>, total: u64) -> Result<()> {
     match size {
         Some(s) if s != total => Err(Error::IncompleteBody {
@@ -2386,10 +2496,13 @@ mod tests {
         assert!(max_inline_size(12, INLINE_SHARD_LIMIT) > BLOCK_SIZE as u64);
     }
 
-    /// The records built in place in (reused, dirty) aligned buffers are
-    /// those of `encode_block`, byte for byte, for every shape of block.
+    /// The shard files built by `RecordStreams` (records encoded in place
+    /// behind a carried tail, in reused dirty pooled buffers) are the
+    /// records of `encode_block` back to back, byte for byte, for every
+    /// shape of set and object; every buffer but a file's last holds whole
+    /// `ALIGN` blocks only.
     #[test]
-    fn aligned_records_are_the_reference_records() {
+    fn record_streams_are_the_reference_records() {
         let set = ErasureSet {
             drives: Vec::new(),
             default_parity: 2,
@@ -2404,22 +2517,63 @@ mod tests {
             seed ^= seed << 17;
             seed as u8
         };
+        let sizes = [
+            1,
+            7,
+            4095,
+            65_537,
+            BLOCK_SIZE - 1,
+            BLOCK_SIZE,
+            BLOCK_SIZE + 1,
+            3 * BLOCK_SIZE,
+            3 * BLOCK_SIZE + 12_345,
+        ];
         for (k, m) in [(2, 2), (3, 1), (5, 3), (12, 4)] {
             let rs = set.coder(k, m).unwrap();
-            for len in [1, 2, 7, 4095, 4096, 65_537, BLOCK_SIZE - 1, BLOCK_SIZE] {
-                let block: Vec<u8> = (0..len).map(|_| byte()).collect();
-                // Twice: the second round gets the first round's buffers
-                // back from the pool, full of other bytes.
-                for _ in 0..2 {
-                    let want = set.encode_block(&rs, &block, k, m).unwrap();
-                    let got = set.encode_block_aligned(&rs, &block, k, m).unwrap();
-                    assert_eq!(got.len(), want.len());
-                    for (g, w) in got.iter().zip(&want) {
-                        assert!(g[..] == w[..], "k={k} m={m} len={len}");
+            for len in sizes {
+                let data: Vec<u8> = (0..len).map(|_| byte()).collect();
+                let mut want = vec![Vec::new(); k + m];
+                for block in data.chunks(BLOCK_SIZE) {
+                    for (s, rec) in set
+                        .encode_block(&rs, block, k, m)
+                        .unwrap()
+                        .iter()
+                        .enumerate()
+                    {
+                        want[s].extend_from_slice(rec);
                     }
-                    for mut g in got {
-                        let n = g.len();
-                        g[HASH_LEN..n].fill(0xa5);
+                }
+                // The last block known as such (announced size), or the
+                // end found by a read of nothing after a full block; twice
+                // each, the later rounds on dirty pooled buffers.
+                for known_end in [true, false, true, false] {
+                    let mut streams = RecordStreams::new(&set, k, m);
+                    let mut got = vec![Vec::new(); k + m];
+                    let mut outs = Vec::new();
+                    let blocks: Vec<&[u8]> = data.chunks(BLOCK_SIZE).collect();
+                    for (i, block) in blocks.iter().enumerate() {
+                        let last = block.len() < BLOCK_SIZE || (known_end && i + 1 == blocks.len());
+                        outs.push((last, streams.encode(&set, &rs, block, k, last).unwrap()));
+                    }
+                    if !outs.last().unwrap().0 {
+                        outs.push((true, streams.tails()));
+                    }
+                    for (last, out) in outs {
+                        assert_eq!(out.len(), k + m);
+                        for (s, buf) in out.into_iter().enumerate() {
+                            let Some(mut buf) = buf else { continue };
+                            assert!(
+                                last || buf.len().is_multiple_of(ALIGN),
+                                "k={k} len={len}: {} bytes before the end",
+                                buf.len()
+                            );
+                            got[s].extend_from_slice(&buf);
+                            // Dirty the whole buffer for its next user.
+                            buf.capacity_mut().fill(0xa5);
+                        }
+                    }
+                    for s in 0..k + m {
+                        assert!(got[s] == want[s], "k={k} m={m} len={len} shard {s}");
                     }
                 }
             }

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 
 use drive::{
     AlignedBuf, BoxFuture, DirEntryName, DiskInfo, Drive, DriveError, FileInfo, HealthReport,
@@ -49,6 +49,9 @@ pub enum Fault {
 pub struct FaultyDrive {
     inner: Arc<dyn Drive>,
     fault: AtomicU8,
+    /// Shard-writer writes still allowed before every further one fails
+    /// (negative: no limit).
+    writes_left: Arc<AtomicI64>,
 }
 
 impl FaultyDrive {
@@ -63,12 +66,21 @@ impl FaultyDrive {
         Arc::new(FaultyDrive {
             inner,
             fault: AtomicU8::new(Fault::None as u8),
+            writes_left: Arc::new(AtomicI64::new(-1)),
         })
     }
 
     /// Sets the behaviour from now on.
     pub fn set(&self, fault: Fault) {
         self.fault.store(fault as u8, Ordering::SeqCst);
+    }
+
+    /// From now on, the shard writers of this drive (open or created later)
+    /// accept `n` more writes in all; every later write fails with
+    /// `DriveError::Offline`. `None` lifts the limit.
+    pub fn fail_writes_after(&self, n: Option<u64>) {
+        let n = n.map_or(-1, |n| i64::try_from(n).unwrap());
+        self.writes_left.store(n, Ordering::SeqCst);
     }
 
     async fn gate(&self) -> Result<(), DriveError> {
@@ -139,7 +151,14 @@ impl Drive for FaultyDrive {
         p: &'a str,
         size: Option<u64>,
     ) -> BoxFuture<'a, drive::Result<Box<dyn ShardWriter>>> {
-        gated!(self, self.inner.create_file(v, p, size))
+        Box::pin(async move {
+            self.gate().await?;
+            let inner = self.inner.create_file(v, p, size).await?;
+            Ok(Box::new(FaultyWriter {
+                inner,
+                writes_left: Arc::clone(&self.writes_left),
+            }) as Box<dyn ShardWriter>)
+        })
     }
     fn read_file_at<'a>(
         &'a self,
@@ -188,5 +207,39 @@ impl Drive for FaultyDrive {
     }
     fn stat_file<'a>(&'a self, v: &'a str, p: &'a str) -> BoxFuture<'a, drive::Result<FileInfo>> {
         gated!(self, self.inner.stat_file(v, p))
+    }
+}
+
+/// A shard writer of a [`FaultyDrive`]: fails once the drive's write
+/// allowance is spent.
+struct FaultyWriter {
+    inner: Box<dyn ShardWriter>,
+    writes_left: Arc<AtomicI64>,
+}
+
+impl ShardWriter for FaultyWriter {
+    fn write(&mut self, buf: AlignedBuf) -> BoxFuture<'_, drive::Result<AlignedBuf>> {
+        let allowed = self
+            .writes_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+                n if n < 0 => Some(n),
+                0 => None,
+                n => Some(n - 1),
+            })
+            .is_ok();
+        if allowed {
+            self.inner.write(buf)
+        } else {
+            Box::pin(async { Err(DriveError::Offline("test write fault".into())) })
+        }
+    }
+    fn finish(self: Box<Self>) -> BoxFuture<'static, drive::Result<u64>> {
+        self.inner.finish()
+    }
+    fn written(&self) -> u64 {
+        self.inner.written()
+    }
+    fn io_mode(&self) -> drive::Result<drive::IoMode> {
+        self.inner.io_mode()
     }
 }
