@@ -517,9 +517,11 @@ impl ErasureSet {
         }
 
         // Streamed: shard files in the temp area, one writer task per drive.
+        // The temp directory itself becomes the data directory (renamed to
+        // `<key>/<data dir>` at commit): one directory to create and remove
+        // per drive, not two.
         let tmp_id = Uuid::new_v4().to_string();
-        let data_dir_s = Uuid::from_bytes(data_dir).to_string();
-        let tmp_part = format!("{tmp_id}/{data_dir_s}/part.1");
+        let tmp_part = format!("{tmp_id}/part.1");
         let (total, etag, failed) = self
             .stream_to_tmp(
                 &rs,
@@ -535,7 +537,7 @@ impl ErasureSet {
         let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
         let r = async {
             let _g = take_lock(lock).await?;
-            self.commit(
+            self.commit_from(
                 bucket,
                 &dir,
                 ov,
@@ -794,7 +796,28 @@ impl ErasureSet {
     /// data directory into place (streamed objects) and rewrites `xl.meta`
     /// with the version added. Needs `quorum` successes; otherwise undoes
     /// what it did and fails.
+    /// `tmp` is (volume, temp id, failed drives): the data directory is
+    /// `<temp id>/<data dir>` in the volume.
     pub(crate) async fn commit(
+        &self,
+        bucket: &str,
+        dir: &str,
+        ov: ObjectVersion<'static>,
+        inline: Option<Vec<Vec<u8>>>,
+        tmp: Option<(&'static str, &str, &[bool])>,
+        quorum: usize,
+    ) -> Result<()> {
+        let data_dir_s = Uuid::from_bytes(ov.data_dir).to_string();
+        let src = tmp.map(|(_, id, _)| format!("{id}/{data_dir_s}"));
+        let tmp = tmp
+            .zip(src.as_deref())
+            .map(|((vol, _, failed), src)| (vol, src, failed));
+        self.commit_from(bucket, dir, ov, inline, tmp, quorum).await
+    }
+
+    /// [`commit`](Self::commit) with the data directory's path in the temp
+    /// volume given whole: `tmp` is (volume, data directory, failed drives).
+    async fn commit_from(
         &self,
         bucket: &str,
         dir: &str,
@@ -815,7 +838,7 @@ impl ErasureSet {
             let mut ov = ov.clone();
             ov.erasure_index = i64::from(ov.erasure_dist[d]);
             let shard = inline.as_ref().map(|s| s[d].clone());
-            let tmp_src = tmp.map(|(vol, id, _)| (vol, format!("{id}/{data_dir_s}")));
+            let tmp_src = tmp.map(|(vol, src, _)| (vol, src.to_owned()));
             let dst = format!("{dir}/{data_dir_s}");
             set.spawn(async move {
                 let r = commit_one(&*drive, &bucket, &dir, ov, shard, tmp_src, &dst).await;
