@@ -410,6 +410,111 @@ async fn sse_c_keys() {
     assert!(!contains(&disk_bytes(&srv.dirs), &d[100..164]));
 }
 
+/// ETags of encrypted objects through aws-sdk-s3: SSE-S3 gives the MD5 of
+/// the plaintext, SSE-KMS and SSE-C an opaque 32-digit value, the same from
+/// PUT, HEAD and ListObjectsV2, and the listing gives the plaintext size;
+/// an SSE-S3 part's ETag is the MD5 of its plaintext.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etags_of_encrypted_objects() {
+    let srv = start(true).await;
+    let c = client(&srv.endpoint, AK, SK);
+    c.create_bucket().bucket("etag").send().await.unwrap();
+    let d = data(200_003, 31);
+    let (kb, km) = (b64(&[3u8; 32]), b64(&md5::Md5::digest([3u8; 32])));
+    let mut put_etags = std::collections::BTreeMap::new();
+    for mode in ["s3", "kms", "c"] {
+        let mut put = c
+            .put_object()
+            .bucket("etag")
+            .key(mode)
+            .body(ByteStream::from(d.clone()));
+        put = match mode {
+            "s3" => put.server_side_encryption(ServerSideEncryption::Aes256),
+            "kms" => put.server_side_encryption(ServerSideEncryption::AwsKms),
+            _ => put
+                .sse_customer_algorithm("AES256")
+                .sse_customer_key(&kb)
+                .sse_customer_key_md5(&km),
+        };
+        let etag = put.send().await.unwrap().e_tag().unwrap().to_owned();
+        let mut head = c.head_object().bucket("etag").key(mode);
+        if mode == "c" {
+            head = head
+                .sse_customer_algorithm("AES256")
+                .sse_customer_key(&kb)
+                .sse_customer_key_md5(&km);
+        }
+        assert_eq!(
+            head.send().await.unwrap().e_tag(),
+            Some(etag.as_str()),
+            "{mode}"
+        );
+        assert_eq!(etag.len(), 34, "{mode}: {etag}");
+        assert_eq!(
+            etag == format!("\"{}\"", md5_hex(&d)),
+            mode == "s3",
+            "{mode}: {etag}"
+        );
+        put_etags.insert(mode.to_owned(), etag);
+    }
+    let listed: std::collections::BTreeMap<String, (String, i64)> = listing_of(&c, "etag")
+        .await
+        .into_iter()
+        .map(|(k, e, s)| (k, (e, s)))
+        .collect();
+    for (mode, etag) in &put_etags {
+        assert_eq!(listed[mode], (etag.clone(), d.len() as i64), "{mode}");
+    }
+    // A multipart SSE-S3 upload: part ETags are the parts' MD5s.
+    let body = data((5 << 20) + 999, 32);
+    let id = c
+        .create_multipart_upload()
+        .bucket("etag")
+        .key("mp")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
+    for (i, part) in body.chunks(5 << 20).enumerate() {
+        let out = c
+            .upload_part()
+            .bucket("etag")
+            .key("mp")
+            .upload_id(&id)
+            .part_number(i as i32 + 1)
+            .body(ByteStream::from(part.to_vec()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(out.e_tag().unwrap(), format!("\"{}\"", md5_hex(part)));
+    }
+    c.abort_multipart_upload()
+        .bucket("etag")
+        .key("mp")
+        .upload_id(&id)
+        .send()
+        .await
+        .unwrap();
+}
+
+/// (key, ETag, size) of every object of a bucket, by ListObjectsV2.
+async fn listing_of(c: &Client, bucket: &str) -> Vec<(String, String, i64)> {
+    let out = c.list_objects_v2().bucket(bucket).send().await.unwrap();
+    out.contents()
+        .iter()
+        .map(|o| {
+            (
+                o.key().unwrap().to_owned(),
+                o.e_tag().unwrap().to_owned(),
+                o.size().unwrap(),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_between_modes() {
     let srv = start(true).await;
@@ -646,7 +751,7 @@ async fn minio_reads_tessera_encryption_and_back() {
         // MinIO's listing of what both wrote: the oracle of the ETags and
         // sizes Tessera lists (encrypted objects list the HEAD ETag and the
         // plaintext size, not what is stored).
-        listing(&mc, "mix").await
+        listing_of(&mc, "mix").await
     }
     .await;
     let _ = child.kill();
@@ -656,7 +761,7 @@ async fn minio_reads_tessera_encryption_and_back() {
     let srv = serve(dirs.clone(), tmp3, true).await;
     let c = client(&srv.endpoint, AK, SK);
     assert_eq!(minio_listing.len(), 11, "{minio_listing:?}");
-    assert_eq!(listing(&c, "mix").await, minio_listing);
+    assert_eq!(listing_of(&c, "mix").await, minio_listing);
     // And the HEAD ETags of SSE-C objects, written by either, are MinIO's.
     for (k, etag, _) in minio_listing
         .iter()
@@ -719,22 +824,6 @@ async fn minio_reads_tessera_encryption_and_back() {
         let hi = 70_000.min(body.len() - 1);
         assert!(got[..] == body[1..=hi], "Tessera reads MinIO's SSE-C {k}");
     }
-}
-
-/// (key, ETag, size) of every object of a bucket, by ListObjectsV2.
-#[cfg(feature = "minio-interop")]
-async fn listing(c: &Client, bucket: &str) -> Vec<(String, String, i64)> {
-    let out = c.list_objects_v2().bucket(bucket).send().await.unwrap();
-    out.contents()
-        .iter()
-        .map(|o| {
-            (
-                o.key().unwrap().to_owned(),
-                o.e_tag().unwrap().to_owned(),
-                o.size().unwrap(),
-            )
-        })
-        .collect()
 }
 
 async fn multipart_put(
