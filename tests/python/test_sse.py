@@ -613,6 +613,17 @@ class PostUploadTests(SseCase):
         self.assertTrue(self.read(bucket, "default") == body)
         self.assertEqual(on_disk(self.server, body[1000:1064]), [], "the plaintext reached a drive")
 
+    def test_redirect_answer_names_the_encryption(self):
+        bucket = self.new_bucket()
+        body = data_of(10_000, seed=33)
+        fields = {"x-amz-server-side-encryption": "AES256", "success_action_redirect": "http://example.invalid/done"}
+        r = self.post(bucket, "redirected", body, fields)
+        self.assertEqual(r.status, 303, r)
+        self.assertEqual(r.headers["x-amz-server-side-encryption"], "AES256")
+        self.assertEqual(r.headers["etag"], f'"{md5_hex(body)}"')
+        self.assertIn("etag=%22" + md5_hex(body) + "%22", r.headers["location"])
+        self.assert_sse_s3(self.s3.head_object(Bucket=bucket, Key="redirected"))
+
     def test_bad_encryption_fields(self):
         bucket = self.new_bucket()
         r = self.post(bucket, "bad", b"x", {"x-amz-server-side-encryption": "rot13"})

@@ -569,7 +569,15 @@ where
             )
         );
         let mut r = empty(StatusCode::SEE_OTHER);
-        set(r.headers_mut(), "location", &loc);
+        let h = r.headers_mut();
+        set(h, "location", &loc);
+        set(h, "etag", &quoted(&info.etag));
+        if let Some(v) = info.version_id {
+            set(h, "x-amz-version-id", &v.to_string());
+        }
+        if let Some(nk) = &new_key {
+            encryption::mode_headers(h, nk);
+        }
         return Ok(r);
     }
     let mut r = match get("success_action_status").as_deref() {
