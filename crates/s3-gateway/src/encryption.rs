@@ -340,6 +340,18 @@ impl Existing {
     }
 }
 
+/// The encryption recorded in an object's internal metadata (`None`: not
+/// encrypted).
+pub(crate) fn sealed_of(
+    internal: &std::collections::BTreeMap<String, Vec<u8>>,
+) -> Result<Option<Sealed>, MetaError> {
+    Sealed::from_metadata(|k: &str| {
+        internal
+            .get(k)
+            .and_then(|v| String::from_utf8(v.clone()).ok())
+    })
+}
+
 /// The object key of a stored object, `None` if it is not encrypted.
 /// `client` is the SSE-C key the request gave, if any.
 pub(crate) fn existing_key(
@@ -347,12 +359,7 @@ pub(crate) fn existing_key(
     client: Option<&[u8; 32]>,
     cfg: &EncryptionConfig,
 ) -> Result<Option<Existing>, S3Error> {
-    let get = |k: &str| {
-        info.internal
-            .get(k)
-            .and_then(|v| String::from_utf8(v.clone()).ok())
-    };
-    let sealed = match Sealed::from_metadata(get) {
+    let sealed = match sealed_of(&info.internal) {
         Ok(None) => {
             if client.is_some() {
                 return Err(S3Error::with_message(
@@ -534,12 +541,7 @@ pub(crate) fn listed_view(
     let Some(enc) = &o.encryption else {
         return (o.etag.clone(), o.size);
     };
-    let get = |k: &str| {
-        enc.internal
-            .get(k)
-            .and_then(|v| String::from_utf8(v.clone()).ok())
-    };
-    let Ok(Some(sealed)) = Sealed::from_metadata(get) else {
+    let Ok(Some(sealed)) = sealed_of(&enc.internal) else {
         return (o.etag.clone(), o.size);
     };
     let multipart = enc.internal.contains_key(META_MULTIPART);
@@ -553,6 +555,72 @@ pub(crate) fn listed_view(
         })
         .flatten();
     (client_etag(&sealed, key.as_ref(), &o.etag, multipart), size)
+}
+
+/// Stores `plain` as `bucket/key` encrypted under a fresh key of `mode`:
+/// `opts` is completed with the sealed key, the stored and plaintext sizes
+/// (`plain_len` when the plaintext's length is known, else the plaintext
+/// size is recorded from the ciphertext's) and the sealed ETag, which the
+/// reader records in `trailing`. Gives the layer's answer with the ETag
+/// clients see, the new key (for the response's headers) and `plain` back.
+pub(crate) async fn put_encrypted<R: AsyncRead + Unpin + Send>(
+    gw: &crate::service::Gateway,
+    (bucket, key): (&str, &str),
+    mode: &Mode,
+    (plain, plain_len): (R, Option<u64>),
+    opts: &mut object::layer::PutOptions,
+    trailing: TrailingMetadata,
+) -> Result<(object::layer::Result<ObjectInfo>, NewKey, R), S3Error> {
+    let nk = new_key(mode, &gw.config.encryption, bucket, key)?;
+    match plain_len {
+        Some(n) => {
+            opts.size = Some(dare::encrypted_len(n));
+            opts.actual_size = Some(n);
+        }
+        None => {
+            opts.size = None;
+            opts.actual_size_of = Some(dare::decrypted_len);
+        }
+    }
+    opts.internal = nk.internal.clone();
+    opts.caller_etag = true;
+    opts.trailing_metadata = Some(trailing.clone());
+    let mut enc = EncryptingReader::new(plain, &nk.key, trailing, nk.mode.etag_is_md5())?;
+    let res = gw.layer.put_object(bucket, key, &mut enc, opts).await;
+    let seen = enc.etag.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let res = res.map(|mut info| {
+        if let Some(e) = seen {
+            info.etag = e;
+        }
+        info
+    });
+    Ok((res, nk, enc.into_inner()))
+}
+
+impl Existing {
+    /// A reader encrypting part `number` of this encrypted upload under its
+    /// part key, and the options that store it: ciphertext and plaintext
+    /// sizes, and the ETag clients see (given by the reader at its end).
+    pub(crate) fn part_writer<R>(
+        &self,
+        number: i64,
+        plain: R,
+        plain_len: u64,
+    ) -> Result<(EncryptingReader<R>, object::layer::PartOptions), S3Error> {
+        let part_key = ObjectKey(self.key.part_key(u32::try_from(number).unwrap_or(0)));
+        let enc = EncryptingReader::new(
+            plain,
+            &part_key,
+            TrailingMetadata::default(),
+            self.etag_is_md5(),
+        )?;
+        let opts = object::layer::PartOptions {
+            size: Some(dare::encrypted_len(plain_len)),
+            actual_size: Some(plain_len),
+            etag: Some(enc.etag.clone()),
+        };
+        Ok((enc, opts))
+    }
 }
 
 /// An MD5 fed from a poll-based reader through [`md5x::Md5Hub`]: bytes are

@@ -465,39 +465,20 @@ async fn etags_of_encrypted_objects() {
     for (mode, etag) in &put_etags {
         assert_eq!(listed[mode], (etag.clone(), d.len() as i64), "{mode}");
     }
-    // A multipart SSE-S3 upload: part ETags are the parts' MD5s.
+    // A multipart SSE-S3 upload: part ETags are the parts' MD5s, the
+    // object's is the MD5 of theirs.
     let body = data((5 << 20) + 999, 32);
-    let id = c
-        .create_multipart_upload()
-        .bucket("etag")
-        .key("mp")
-        .server_side_encryption(ServerSideEncryption::Aes256)
-        .send()
-        .await
-        .unwrap()
-        .upload_id()
-        .unwrap()
-        .to_owned();
-    for (i, part) in body.chunks(5 << 20).enumerate() {
-        let out = c
-            .upload_part()
-            .bucket("etag")
-            .key("mp")
-            .upload_id(&id)
-            .part_number(i as i32 + 1)
-            .body(ByteStream::from(part.to_vec()))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(out.e_tag().unwrap(), format!("\"{}\"", md5_hex(part)));
+    let (parts, done) = multipart_put(&c, "etag", "mp", &body, 5 << 20, None, true).await;
+    let want: Vec<String> = body
+        .chunks(5 << 20)
+        .map(|p| format!("\"{}\"", md5_hex(p)))
+        .collect();
+    assert_eq!(parts, want);
+    let mut md5 = md5::Md5::new();
+    for p in body.chunks(5 << 20) {
+        md5.update(md5::Md5::digest(p));
     }
-    c.abort_multipart_upload()
-        .bucket("etag")
-        .key("mp")
-        .upload_id(&id)
-        .send()
-        .await
-        .unwrap();
+    assert_eq!(done, format!("\"{}-2\"", hex::encode(md5.finalize())));
 }
 
 /// (key, ETag, size) of every object of a bucket, by ListObjectsV2.
@@ -834,7 +815,7 @@ async fn multipart_put(
     part: usize,
     ssec: Option<(&str, &str)>,
     sse_s3: bool,
-) -> String {
+) -> (Vec<String>, String) {
     use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
     let mut create = c.create_multipart_upload().bucket(bucket).key(key);
     if sse_s3 {
@@ -871,19 +852,24 @@ async fn multipart_put(
                 .build(),
         );
     }
-    c.complete_multipart_upload()
+    let done = c
+        .complete_multipart_upload()
         .bucket(bucket)
         .key(key)
         .upload_id(&id)
         .multipart_upload(
             CompletedMultipartUpload::builder()
-                .set_parts(Some(parts))
+                .set_parts(Some(parts.clone()))
                 .build(),
         )
         .send()
         .await
         .unwrap();
-    id
+    let etags = parts
+        .iter()
+        .map(|p| p.e_tag().unwrap().to_owned())
+        .collect();
+    (etags, done.e_tag().unwrap().to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -128,18 +128,7 @@ where
                 .await
         }
         Some(ex) => {
-            let part_key = sse::key::ObjectKey(ex.key.part_key(n as u32));
-            let mut enc = encryption::EncryptingReader::new(
-                reader,
-                &part_key,
-                object::layer::TrailingMetadata::default(),
-                ex.etag_is_md5(),
-            )?;
-            let opts = object::layer::PartOptions {
-                size: Some(sse::dare::encrypted_len(size)),
-                actual_size: Some(size),
-                etag: Some(enc.etag.clone()),
-            };
+            let (mut enc, opts) = ex.part_writer(n, reader, size)?;
             let r = gw
                 .layer
                 .upload_part_with(ctx.bucket(), ctx.key(), &id, n, &mut enc, &opts)
@@ -251,18 +240,7 @@ where
             },
         ),
         Some(ex) => {
-            let part_key = sse::key::ObjectKey(ex.key.part_key(n as u32));
-            let enc = encryption::EncryptingReader::new(
-                rd,
-                &part_key,
-                object::layer::TrailingMetadata::default(),
-                ex.etag_is_md5(),
-            )?;
-            let opts = object::layer::PartOptions {
-                size: Some(sse::dare::encrypted_len(len)),
-                actual_size: Some(len),
-                etag: Some(enc.etag.clone()),
-            };
+            let (enc, opts) = ex.part_writer(n, rd, len)?;
             (Box::new(enc), opts)
         }
     };
@@ -419,12 +397,7 @@ where
 /// SSE-KMS and its key (SSE-C is not named there, as the request carries
 /// no key).
 fn completed_encryption_headers(h: &mut http::HeaderMap, info: &object::layer::ObjectInfo) {
-    let get = |k: &str| {
-        info.internal
-            .get(k)
-            .and_then(|v| String::from_utf8(v.clone()).ok())
-    };
-    match sse::meta::Sealed::from_metadata(get) {
+    match encryption::sealed_of(&info.internal) {
         Ok(Some(sse::meta::Sealed::SseS3 { .. })) => {
             set(h, "x-amz-server-side-encryption", "AES256");
         }

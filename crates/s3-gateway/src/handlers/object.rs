@@ -167,45 +167,33 @@ where
     let trailing = object::layer::TrailingMetadata::default();
     reader.record_checksum_into(trailing.clone());
     opts.trailing_metadata = Some(trailing.clone());
-    let (res, new_key, client_etag) = match sse_mode {
+    let (res, new_key) = match sse_mode {
         None => {
             let res = gw
                 .layer
                 .put_object(ctx.bucket(), ctx.key(), &mut reader, &opts)
                 .await;
-            (res, None, None)
+            (res, None)
         }
         Some(mode) => {
-            let nk = encryption::new_key(&mode, &gw.config.encryption, ctx.bucket(), ctx.key())?;
-            opts.size = Some(sse::dare::encrypted_len(size));
-            opts.actual_size = Some(size);
-            opts.internal = nk.internal.clone();
-            opts.caller_etag = true;
-            let mut enc = encryption::EncryptingReader::new(
-                reader,
-                &nk.key,
+            let (res, nk, back) = encryption::put_encrypted(
+                gw,
+                (ctx.bucket(), ctx.key()),
+                &mode,
+                (reader, Some(size)),
+                &mut opts,
                 trailing,
-                nk.mode.etag_is_md5(),
-            )?;
-            let etag = enc.etag.clone();
-            let res = gw
-                .layer
-                .put_object(ctx.bucket(), ctx.key(), &mut enc, &opts)
-                .await;
-            reader = enc.into_inner();
-            let etag = etag.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            (res, Some(nk), etag)
+            )
+            .await?;
+            reader = back;
+            (res, Some(nk))
         }
     };
     ctx.bytes_in += reader.raw_len();
     let info = res?;
     let mut r = empty(StatusCode::OK);
     let h = r.headers_mut();
-    set(
-        h,
-        "etag",
-        &quoted(client_etag.as_deref().unwrap_or(&info.etag)),
-    );
+    set(h, "etag", &quoted(&info.etag));
     if let Some(v) = info.version_id {
         set(h, "x-amz-version-id", &v.to_string());
     }
@@ -775,7 +763,7 @@ where
     } else {
         None
     };
-    let (dst, dst_key, dst_etag) = if encryption_changes {
+    let (dst, dst_key) = if encryption_changes {
         // Through the gateway: decrypt the source if needed, encrypt the
         // copy if asked (a new object key: the sealing binds the path).
         let mut opts = match opts {
@@ -799,35 +787,25 @@ where
                 gw.layer
                     .put_object(ctx.bucket(), ctx.key(), &mut plain, &opts)
                     .await
-                    .map(|i| (i, None, None))
+                    .map(|i| (i, None))
             }
             Some(mode) => {
-                let nk = encryption::new_key(mode, cfg, ctx.bucket(), ctx.key())?;
-                let trailing = object::layer::TrailingMetadata::default();
-                opts.size = Some(sse::dare::encrypted_len(info.size));
-                opts.actual_size = Some(info.size);
-                opts.internal = nk.internal.clone();
-                opts.caller_etag = true;
-                opts.trailing_metadata = Some(trailing.clone());
-                let mut enc = encryption::EncryptingReader::new(
-                    plain,
-                    &nk.key,
-                    trailing,
-                    nk.mode.etag_is_md5(),
-                )?;
-                let etag = enc.etag.clone();
-                let r = gw
-                    .layer
-                    .put_object(ctx.bucket(), ctx.key(), &mut enc, &opts)
-                    .await;
-                let etag = etag.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                r.map(|i| (i, Some(nk), etag))
+                let (res, nk, _) = encryption::put_encrypted(
+                    gw,
+                    (ctx.bucket(), ctx.key()),
+                    mode,
+                    (plain, Some(info.size)),
+                    &mut opts,
+                    object::layer::TrailingMetadata::default(),
+                )
+                .await?;
+                res.map(|i| (i, Some(nk)))
             }
         };
         let read = reader_task
             .await
             .map_err(|e| S3Error::internal(format!("copy reader: {e}")))?;
-        let (i, nk, md5) = match (res, read) {
+        match (res, read) {
             (Ok(x), Ok(())) => x,
             // The writer stopped because the reader failed: the reader's
             // error is the cause.
@@ -835,20 +813,18 @@ where
                 return Err(e);
             }
             (Err(e), _) => return Err(e.into()),
-        };
-        (i, nk, md5)
+        }
     } else {
         let i = gw
             .layer
             .copy_object(&sb, &sk, pinned, ctx.bucket(), ctx.key(), opts.as_ref())
             .await?;
-        (i, None, None)
+        (i, None)
     };
-    let dst_etag = dst_etag.unwrap_or_else(|| dst.etag.clone());
     let mut w = XmlWriter::new();
     w.root("CopyObjectResult")
         .elem("LastModified", &iso8601(dst.mod_time_nanos))
-        .elem("ETag", &quoted(&dst_etag))
+        .elem("ETag", &quoted(&dst.etag))
         .close("CopyObjectResult");
     let mut r = xml_response(StatusCode::OK, w.finish());
     let h = r.headers_mut();

@@ -501,44 +501,31 @@ where
         max,
         finished: false,
     };
-    let (res, new_key, client_etag) = match sse_mode {
+    let (res, new_key) = match sse_mode {
         None => {
             let res = gw
                 .layer
                 .put_object(ctx.bucket(), &key, &mut reader, &opts)
                 .await;
-            (res, None, None)
+            (res, None)
         }
         Some(mode) => {
-            let nk = encryption::new_key(&mode, &gw.config.encryption, ctx.bucket(), &key)?;
-            let trailing = object::layer::TrailingMetadata::default();
-            // The file's length is not known before its end: the plaintext
-            // size follows from the ciphertext's.
-            opts.actual_size_of = Some(sse::dare::decrypted_len);
-            opts.internal = nk.internal.clone();
-            opts.caller_etag = true;
-            opts.trailing_metadata = Some(trailing.clone());
-            let mut enc = encryption::EncryptingReader::new(
-                &mut reader,
-                &nk.key,
-                trailing,
-                nk.mode.etag_is_md5(),
-            )?;
-            let etag = enc.etag.clone();
-            let res = gw
-                .layer
-                .put_object(ctx.bucket(), &key, &mut enc, &opts)
-                .await;
-            let etag = etag.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            (res, Some(nk), etag)
+            // The file's length is not known before its end.
+            let (res, nk, _) = encryption::put_encrypted(
+                gw,
+                (ctx.bucket(), &key),
+                &mode,
+                (&mut reader, None),
+                &mut opts,
+                object::layer::TrailingMetadata::default(),
+            )
+            .await?;
+            (res, Some(nk))
         }
     };
     let total = reader.total;
     ctx.bytes_in += src.raw;
-    let mut info = res?;
-    if let Some(e) = client_etag {
-        info.etag = e;
-    }
+    let info = res?;
     if total < policy.length.0 {
         // Too small for the policy: take it back out.
         let _ = gw
