@@ -12,10 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use drive::{DeadlineConfig, DeadlineDrive, Drive};
-use object::layer::{
-    Error, GetOptions, LayerOptions, ListOptions, ObjectLayer, PutOptions, VersionSel,
-};
-use support::{Fault, FaultyDrive, dirs};
+use object::layer::{Error, LayerOptions, ListOptions, ObjectLayer, PutOptions, VersionSel};
+use support::{Fault, FaultyDrive, dirs, get};
 use uuid::Uuid;
 
 fn body_for(key: &str, generation: u64) -> Vec<u8> {
@@ -65,12 +63,6 @@ fn content_for(key: &str, generation: u64) -> Vec<u8> {
     } else {
         body_for(key, generation)
     }
-}
-
-async fn get(l: &ObjectLayer, b: &str, k: &str) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::new();
-    l.get_object(b, k, &GetOptions::default(), &mut out).await?;
-    Ok(out)
 }
 
 const CRASH_ENV: &str = "TESSERA_CRASH_WRITER_ROOT";

@@ -8,13 +8,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use drive::Drive;
 use md5::{Digest, Md5};
 use object::layer::{
     Error, GetOptions, LayerOptions, ListOptions, ObjectLayer, PartOptions, PutOptions, Range,
     VersionSel,
 };
-use support::{Fault, FaultyDrive, data, dirs};
+use support::{Fault, data, dirs, faulty_layer, get};
 
 fn md5_hex(b: &[u8]) -> String {
     hex::encode(Md5::digest(b))
@@ -24,12 +23,6 @@ async fn open(dirs: &[PathBuf]) -> ObjectLayer {
     ObjectLayer::open_dirs(dirs, LayerOptions::default())
         .await
         .expect("open")
-}
-
-async fn get(l: &ObjectLayer, b: &str, k: &str) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::new();
-    l.get_object(b, k, &GetOptions::default(), &mut out).await?;
-    Ok(out)
 }
 
 async fn put(l: &ObjectLayer, b: &str, k: &str, body: &[u8]) -> object::layer::ObjectInfo {
@@ -396,20 +389,6 @@ async fn bitrot_is_detected_reconstructed_and_healed() {
         body,
         "healed shards are right"
     );
-}
-
-async fn faulty_layer(ds: &[PathBuf]) -> (ObjectLayer, Vec<Arc<FaultyDrive>>) {
-    let mut faulty = Vec::new();
-    let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
-    for d in ds {
-        let f = FaultyDrive::open(d).await;
-        faulty.push(f.clone());
-        drives.push(f);
-    }
-    let l = ObjectLayer::open(drives, LayerOptions::default())
-        .await
-        .unwrap();
-    (l, faulty)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,32 +7,10 @@
 mod support;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use drive::Drive;
 use md5::{Digest, Md5};
-use object::layer::{Error, GetOptions, LayerOptions, ObjectLayer, PutOptions};
-use support::{FaultyDrive, data, dirs};
-
-async fn faulty_layer(ds: &[PathBuf]) -> (ObjectLayer, Vec<Arc<FaultyDrive>>) {
-    let mut faulty = Vec::new();
-    let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
-    for d in ds {
-        let f = FaultyDrive::open(d).await;
-        faulty.push(f.clone());
-        drives.push(f);
-    }
-    let l = ObjectLayer::open(drives, LayerOptions::default())
-        .await
-        .unwrap();
-    (l, faulty)
-}
-
-async fn get(l: &ObjectLayer, b: &str, k: &str) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::new();
-    l.get_object(b, k, &GetOptions::default(), &mut out).await?;
-    Ok(out)
-}
+use object::layer::{Error, ObjectLayer, PutOptions};
+use support::{data, dirs, faulty_layer, get};
 
 async fn put(
     l: &ObjectLayer,

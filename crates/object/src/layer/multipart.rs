@@ -470,19 +470,20 @@ impl ErasureSet {
         // then commit like a PUT: data dir into place, version into xl.meta.
         let root = format!("{}/{upload_id}", upload_root(bucket, key));
         let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
+        // The data directory, moved into place by the commit.
+        let src = format!("{root}/{data_dir}");
         let keep: Vec<String> = chosen
             .iter()
             .map(|p| format!("part.{}", p.number))
             .collect();
         let mut present = vec![true; self.drives.len()];
         for (d, drive) in self.drives.iter().enumerate() {
-            let base = format!("{root}/{data_dir}");
-            match drive.list_dir(MULTIPART_VOLUME, &base, 40_000).await {
+            match drive.list_dir(MULTIPART_VOLUME, &src, 40_000).await {
                 Ok(names) => {
                     for name in names {
                         if !keep.contains(&name) {
                             let _ = drive
-                                .delete(MULTIPART_VOLUME, &format!("{base}/{name}"), false)
+                                .delete(MULTIPART_VOLUME, &format!("{src}/{name}"), false)
                                 .await;
                         }
                     }
@@ -497,7 +498,7 @@ impl ErasureSet {
             &object_dir(key),
             version,
             None,
-            Some((MULTIPART_VOLUME, &root, &failed)),
+            Some((MULTIPART_VOLUME, &src, &failed)),
             quorum,
         )
         .await?;

@@ -537,7 +537,7 @@ impl ErasureSet {
         let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
         let r = async {
             let _g = take_lock(lock).await?;
-            self.commit_from(
+            self.commit(
                 bucket,
                 &dir,
                 ov,
@@ -796,28 +796,8 @@ impl ErasureSet {
     /// data directory into place (streamed objects) and rewrites `xl.meta`
     /// with the version added. Needs `quorum` successes; otherwise undoes
     /// what it did and fails.
-    /// `tmp` is (volume, temp id, failed drives): the data directory is
-    /// `<temp id>/<data dir>` in the volume.
+    /// `tmp` is (volume, the data directory's path in it, failed drives).
     pub(crate) async fn commit(
-        &self,
-        bucket: &str,
-        dir: &str,
-        ov: ObjectVersion<'static>,
-        inline: Option<Vec<Vec<u8>>>,
-        tmp: Option<(&'static str, &str, &[bool])>,
-        quorum: usize,
-    ) -> Result<()> {
-        let data_dir_s = Uuid::from_bytes(ov.data_dir).to_string();
-        let src = tmp.map(|(_, id, _)| format!("{id}/{data_dir_s}"));
-        let tmp = tmp
-            .zip(src.as_deref())
-            .map(|((vol, _, failed), src)| (vol, src, failed));
-        self.commit_from(bucket, dir, ov, inline, tmp, quorum).await
-    }
-
-    /// [`commit`](Self::commit) with the data directory's path in the temp
-    /// volume given whole: `tmp` is (volume, data directory, failed drives).
-    async fn commit_from(
         &self,
         bucket: &str,
         dir: &str,

@@ -12,6 +12,7 @@ use drive::{
     AlignedBuf, BoxFuture, DirEntryName, DiskInfo, Drive, DriveError, FileInfo, HealthReport,
     LocalDrive, LocalDriveConfig, ShardReader, ShardWriter, VolumeInfo,
 };
+use object::layer::{Error, GetOptions, LayerOptions, ObjectLayer};
 use uuid::Uuid;
 
 /// Deterministic pseudo-random bytes (xorshift64).
@@ -25,6 +26,28 @@ pub fn data(len: usize, seed: u64) -> Vec<u8> {
             (x >> 32) as u8
         })
         .collect()
+}
+
+/// An object layer over a [`FaultyDrive`] on each of `ds`, and the drives.
+pub async fn faulty_layer(ds: &[PathBuf]) -> (ObjectLayer, Vec<Arc<FaultyDrive>>) {
+    let mut faulty = Vec::new();
+    let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
+    for d in ds {
+        let f = FaultyDrive::open(d).await;
+        faulty.push(f.clone());
+        drives.push(f);
+    }
+    let l = ObjectLayer::open(drives, LayerOptions::default())
+        .await
+        .unwrap();
+    (l, faulty)
+}
+
+/// The whole object `b/k`.
+pub async fn get(l: &ObjectLayer, b: &str, k: &str) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    l.get_object(b, k, &GetOptions::default(), &mut out).await?;
+    Ok(out)
 }
 
 /// `root/d1` .. `root/dN`.
