@@ -533,16 +533,16 @@ fn plain_size_of(parts: impl IntoIterator<Item = u64>) -> Result<u64, S3Error> {
 /// plaintext size. A listing shows what it can of an object whose
 /// metadata is damaged or whose key the KMS cannot unseal (the stored
 /// size, the last 32 digits of the ETag) rather than failing the page.
-pub(crate) fn listed_view(
+pub(crate) fn listed_view<'a>(
     bucket: &str,
-    o: &object::layer::ListedObject,
+    o: &'a object::layer::ListedObject,
     cfg: &EncryptionConfig,
-) -> (String, u64) {
+) -> (std::borrow::Cow<'a, str>, u64) {
     let Some(enc) = &o.encryption else {
-        return (o.etag.clone(), o.size);
+        return (o.etag.as_str().into(), o.size);
     };
     let Ok(Some(sealed)) = sealed_of(&enc.internal) else {
-        return (o.etag.clone(), o.size);
+        return (o.etag.as_str().into(), o.size);
     };
     let multipart = enc.internal.contains_key(META_MULTIPART);
     let size = plain_size_of(enc.part_sizes.iter().copied()).unwrap_or(o.size);
@@ -554,7 +554,10 @@ pub(crate) fn listed_view(
                 .ok()
         })
         .flatten();
-    (client_etag(&sealed, key.as_ref(), &o.etag, multipart), size)
+    (
+        client_etag(&sealed, key.as_ref(), &o.etag, multipart).into(),
+        size,
+    )
 }
 
 /// Stores `plain` as `bucket/key` encrypted under a fresh key of `mode`:
