@@ -98,22 +98,29 @@ fn is_encryption_key(k: &str) -> bool {
     PREFIXES.iter().any(|p| k.starts_with(p))
 }
 
-/// The [`ListedEncryption`] of an object with these `MetaSys` entries and
-/// part sizes, `None` when no entry is an encryption entry.
+/// The [`ListedEncryption`] of an object of `size` bytes with these
+/// `MetaSys` entries and part sizes (none: one part of `size`), `None` when
+/// no entry is an encryption entry.
 fn listed_encryption<'a>(
     sys: impl Iterator<Item = (std::borrow::Cow<'a, str>, &'a [u8])>,
-    part_sizes: impl FnOnce() -> Vec<u64>,
+    size: u64,
+    part_sizes: impl Iterator<Item = u64>,
 ) -> Option<Box<ListedEncryption>> {
     let internal: std::collections::BTreeMap<String, Vec<u8>> = sys
         .filter(|(k, _)| is_encryption_key(k))
         .map(|(k, v)| (k.into_owned(), v.to_vec()))
         .collect();
-    (!internal.is_empty()).then(|| {
-        Box::new(ListedEncryption {
-            internal,
-            part_sizes: part_sizes(),
-        })
-    })
+    if internal.is_empty() {
+        return None;
+    }
+    let mut part_sizes: Vec<u64> = part_sizes.collect();
+    if part_sizes.is_empty() {
+        part_sizes.push(size);
+    }
+    Some(Box::new(ListedEncryption {
+        internal,
+        part_sizes,
+    }))
 }
 
 /// A page of ListObjects.
@@ -496,15 +503,12 @@ fn listed_latest(key: &str, v: &Version<'_>) -> ListedObject {
                 .flat_map(|m| m.iter())
                 .map(|(k, v)| (k.to_string_lossy(), &v[..]));
             // As object_info gives the parts.
-            let encryption = listed_encryption(sys, || {
-                let parts: Vec<u64> = o
-                    .part_numbers
-                    .iter()
-                    .zip(&o.part_sizes)
-                    .map(|(_, &s)| u64::try_from(s).unwrap_or(0))
-                    .collect();
-                if parts.is_empty() { vec![size] } else { parts }
-            });
+            let parts = o
+                .part_numbers
+                .iter()
+                .zip(&o.part_sizes)
+                .map(|(_, &s)| u64::try_from(s).unwrap_or(0));
+            let encryption = listed_encryption(sys, size, parts);
             ListedObject {
                 key: key.to_owned(),
                 size,
@@ -631,13 +635,8 @@ fn listed(info: &super::types::ObjectInfo) -> ListedObject {
             info.internal
                 .iter()
                 .map(|(k, v)| (std::borrow::Cow::Borrowed(k.as_str()), &v[..])),
-            || {
-                if info.parts.is_empty() {
-                    vec![info.size]
-                } else {
-                    info.parts.iter().map(|p| p.size).collect()
-                }
-            },
+            info.size,
+            info.parts.iter().map(|p| p.size),
         ),
     }
 }
