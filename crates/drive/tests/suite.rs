@@ -144,6 +144,7 @@ suite!(
     volumes,
     write_all_replaces_atomically,
     read_all_limit,
+    small_files_of_every_size,
     small_file_errors,
     streaming_sizes_and_ranges,
     stream_reader_read_ahead,
@@ -315,6 +316,52 @@ async fn read_all_limit(kind: Kind) {
             limit: 10_000
         })
     ));
+}
+
+/// Small files read back exactly around the size of the drive's first,
+/// chained read (32 KiB) and the limits, and writes recreate a missing
+/// temporary area.
+async fn small_files_of_every_size(kind: Kind) {
+    let env = open_in(kind, &test_base(), |cfg| cfg.max_small_file = 1 << 20).await;
+    let d = &env.drive;
+    d.make_volume("b").await.unwrap();
+    let guess = 32 << 10;
+    for (i, size) in [0, 1, 2000, guess - 1, guess, guess + 1, 3 * guess + 7]
+        .into_iter()
+        .enumerate()
+    {
+        let data = pattern(i as u64, size);
+        let path = format!("o{i}/xl.meta");
+        d.write_all("b", &path, data.clone()).await.unwrap();
+        assert_eq!(d.read_all("b", &path, size as u64).await.unwrap(), data);
+        assert_eq!(d.read_all("b", &path, u64::MAX).await.unwrap(), data);
+        if size > 0 {
+            assert!(
+                matches!(
+                    d.read_all("b", &path, size as u64 - 1).await,
+                    Err(DriveError::TooLarge { size: s, .. }) if s == size as u64
+                ),
+                "size {size}"
+            );
+        }
+        // Overwrites replace the whole file, longer or shorter.
+        let shorter = pattern(100 + i as u64, size / 2);
+        d.write_all("b", &path, shorter.clone()).await.unwrap();
+        assert_eq!(d.read_all("b", &path, u64::MAX).await.unwrap(), shorter);
+    }
+    std::fs::remove_dir_all(env.root().join(TMP_VOLUME)).unwrap();
+    d.write_all("b", "after/xl.meta", vec![7; 10])
+        .await
+        .unwrap();
+    assert_eq!(d.read_all("b", "after/xl.meta", 10).await.unwrap(), [7; 10]);
+    let leftovers: Vec<String> = d
+        .list_dir(TMP_VOLUME, "", 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|n| n != ".trash/")
+        .collect();
+    assert!(leftovers.is_empty(), "staging leftovers: {leftovers:?}");
 }
 
 async fn small_file_errors(kind: Kind) {

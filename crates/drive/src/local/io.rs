@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags, RenameFlags, StatxFlags};
 use tokio::sync::Semaphore;
 
-use super::uring::{self, Op, Uring};
+use super::uring::{self, Chain, Op, StepResult, Uring};
 use super::walk::Namespace;
 use crate::buf::AlignedBuf;
 
@@ -558,9 +558,245 @@ impl Io {
     }
 
     /// Opens a directory and fsyncs it, making the entries created, renamed
-    /// or removed in it durable.
+    /// or removed in it durable. One chain (open, fsync, close) where the
+    /// ring chains.
     pub(crate) async fn sync_dir(&self, rel: &str) -> io::Result<()> {
-        let dir = self.open(rel, OpenKind::Directory, false).await?;
-        self.sync(&dir, false).await
+        match self.chaining() {
+            Some(ring) => {
+                let chain = self.sync_dir_steps(Chain::new(), rel)?;
+                let mut steps = ring.submit_chain(chain).await?.into_iter();
+                // The close's result does not matter: the sync is done.
+                step_result(steps.next())?;
+                step_result(steps.next()).map(drop)
+            }
+            None => {
+                let dir = self.open(rel, OpenKind::Directory, false).await?;
+                self.sync(&dir, false).await
+            }
+        }
+    }
+
+    /// The ring, if it takes chains with slot ops.
+    fn chaining(&self) -> Option<&Uring> {
+        self.uring.as_ref().filter(|ring| ring.chains())
+    }
+
+    /// Appends open of directory `rel`, its fsync and its close (which runs
+    /// even if the fsync fails) to `chain`.
+    fn sync_dir_steps(&self, chain: Chain, rel: &str) -> io::Result<Chain> {
+        Ok(chain
+            .then(Op::OpenSlot {
+                dir: self.root(),
+                path: cstring(rel)?,
+                flags: open_flags(OpenKind::Directory, false).bits() as i32,
+                mode: 0,
+            })
+            .always(Op::FsyncSlot { datasync: false })
+            .then(Op::CloseSlot))
+    }
+
+    /// Reads a small file whole: open, one read of at most `cap` bytes,
+    /// close; one submission where the ring chains. `Ok(None)` when the
+    /// read filled `cap` (the file may be longer) or was interrupted: the
+    /// caller reads it the long way. A read that returns less than asked
+    /// is taken as the end of the file, which holds for regular files on
+    /// local file systems (the only files a drive reads this way).
+    pub(crate) async fn read_small(&self, rel: &str, cap: usize) -> io::Result<Option<Vec<u8>>> {
+        let cap = cap.max(1);
+        let len = u32::try_from(cap).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let flags = open_flags(OpenKind::Read, false);
+        let read = match (&self.uring, self.chaining()) {
+            (_, Some(ring)) => {
+                let chain = Chain::new()
+                    .then(Op::OpenSlot {
+                        dir: self.root(),
+                        path: cstring(rel)?,
+                        flags: flags.bits() as i32,
+                        mode: 0,
+                    })
+                    // Hard link: a read that ends at end of file is "short"
+                    // to the kernel, and the close must run anyway.
+                    .always(Op::ReadSlot {
+                        buf: IoBuf::Heap(vec![0; cap]),
+                        offset: 0,
+                        start: 0,
+                        len,
+                    })
+                    .then(Op::CloseSlot);
+                let mut steps = ring.submit_chain(chain).await?.into_iter();
+                step_result(steps.next())?;
+                match steps.next() {
+                    Some((result, Op::ReadSlot { buf, .. })) => {
+                        (buf.into_vec(), ring_result(result))
+                    }
+                    _ => return Err(io::Error::other("ring returned another op")),
+                }
+            }
+            (Some(_), None) => {
+                let fd = self.open(rel, OpenKind::Read, false).await?;
+                let (buf, n) = self
+                    .read_at(&fd, IoBuf::Heap(vec![0; cap]), 0, 0, cap)
+                    .await?;
+                (buf.into_vec(), n)
+            }
+            (None, None) => {
+                let rel = at_path(rel).to_owned();
+                self.blocking
+                    .run(move |root| {
+                        let fd = rustix::fs::openat(root, &rel, flags, Mode::empty())?;
+                        let mut buf = vec![0; cap];
+                        let n = rustix::io::read(&fd, &mut buf).map_err(io::Error::from);
+                        Ok((buf, n))
+                    })
+                    .await?
+            }
+        };
+        match read {
+            (mut data, Ok(n)) if n < cap => {
+                data.truncate(n);
+                Ok(Some(data))
+            }
+            (_, Ok(_)) => Ok(None),
+            (_, Err(e)) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) => Ok(None),
+            (_, Err(e)) => Err(e),
+        }
+    }
+
+    /// Writes a small file durably into place in one submission where the
+    /// ring chains: create `tmp` (exclusive), write `data`, `fdatasync`,
+    /// close, rename onto `to`, then open, fsync and close `to`'s parent
+    /// directory `dir`. The same steps, in the same order, as the unchained
+    /// path; reports how far the chain got so the caller can finish (or
+    /// clean up) the long way.
+    pub(crate) async fn write_small(
+        &self,
+        tmp: &str,
+        data: Vec<u8>,
+        to: &str,
+        dir: &str,
+    ) -> Written {
+        let Some(ring) = self.chaining() else {
+            return Written::NotCreated(data, None);
+        };
+        let Ok(len) = u32::try_from(data.len()) else {
+            return Written::NotCreated(data, None);
+        };
+        let (tmp_c, to_c) = match (cstring(tmp), cstring(to)) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => return Written::NotCreated(data, Some(e)),
+        };
+        let flags = open_flags(OpenKind::CreateExclusive, false).bits() as i32;
+        let chain = Chain::new()
+            .then(Op::OpenSlot {
+                dir: self.root(),
+                path: tmp_c.clone(),
+                flags,
+                mode: FILE_MODE,
+            })
+            .then(Op::WriteSlot {
+                buf: IoBuf::Heap(data),
+                offset: 0,
+                start: 0,
+                len,
+            })
+            .then(Op::FsyncSlot { datasync: true })
+            .then(Op::CloseSlot)
+            .then(Op::RenameAt {
+                dir: self.root(),
+                from: tmp_c,
+                to: to_c,
+                flags: 0,
+            });
+        let chain = match self.sync_dir_steps(chain, dir) {
+            Ok(chain) => chain,
+            Err(e) => return Written::NotSynced(Some(e)),
+        };
+        let _change = self.blocking.ns.change();
+        let steps = match ring.submit_chain(chain).await {
+            Ok(steps) => steps,
+            // The ring stopped: whether the tmp file exists is unknown;
+            // the caller removes it and reports the error.
+            Err(e) => return Written::Failed("io_uring", Some(e), None),
+        };
+        written(steps, len)
+    }
+}
+
+/// How far [`Io::write_small`] got.
+pub(crate) enum Written {
+    /// Nothing was created: chains are not available here (`None`), or
+    /// the temporary file's creation failed (the error). The data back.
+    NotCreated(Vec<u8>, Option<io::Error>),
+    /// The temporary file exists but its write or sync failed (the system
+    /// call and its error; `None` for a short write, which the long path
+    /// retries), or the ring stopped. The caller removes it; the data back
+    /// if the ring gave it.
+    Failed(&'static str, Option<io::Error>, Option<Vec<u8>>),
+    /// The data is durable in the temporary file; the rename failed or
+    /// did not run (for instance, the target's parent does not exist).
+    NotRenamed,
+    /// Renamed into place; the parent's fsync failed (`Some`) or its open
+    /// failed and the sync did not run (`None`).
+    NotSynced(Option<io::Error>),
+    Done,
+}
+
+/// Reads [`Io::write_small`]'s eight step results.
+fn written(steps: Vec<StepResult>, len: u32) -> Written {
+    let results: Vec<i32> = steps.iter().map(|(r, _)| *r).collect();
+    let data = steps.into_iter().find_map(|(_, op)| match op {
+        Op::WriteSlot { buf, .. } => Some(buf.into_vec()),
+        _ => None,
+    });
+    let err = |r: i32| io::Error::from_raw_os_error(-r);
+    let [
+        open,
+        write,
+        sync,
+        _close,
+        rename,
+        dir_open,
+        dir_sync,
+        _dir_close,
+    ] = results[..]
+    else {
+        let e = io::Error::other("ring returned another chain");
+        return Written::Failed("io_uring", Some(e), data);
+    };
+    if open < 0 {
+        return match data {
+            Some(data) => Written::NotCreated(data, Some(err(open))),
+            None => Written::Failed("openat", Some(err(open)), None),
+        };
+    }
+    if write < 0 {
+        return Written::Failed("write", Some(err(write)), data);
+    }
+    if write.unsigned_abs() != len {
+        return Written::Failed("write", None, data);
+    }
+    if sync < 0 {
+        return Written::Failed("fdatasync", Some(err(sync)), data);
+    }
+    // A failed close of a synced file only cancelled the rename.
+    if rename < 0 {
+        return Written::NotRenamed;
+    }
+    if dir_open < 0 {
+        return Written::NotSynced(None);
+    }
+    if dir_sync < 0 {
+        return Written::NotSynced(Some(err(dir_sync)));
+    }
+    Written::Done
+}
+
+/// A chain step's result as an `io::Result` (`ECANCELED` for a step that
+/// did not run, or for a missing step).
+fn step_result(step: Option<StepResult>) -> io::Result<u32> {
+    match step {
+        Some((result, _)) if result >= 0 => Ok(result.unsigned_abs()),
+        Some((result, _)) => Err(io::Error::from_raw_os_error(-result)),
+        None => Err(io::Error::from_raw_os_error(libc::ECANCELED)),
     }
 }

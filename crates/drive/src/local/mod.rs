@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{Mode, OFlags};
 use uuid::Uuid;
 
-use self::io::{Blocking, Fd, Io, IoBuf, OpenKind};
+use self::io::{Blocking, Fd, Io, IoBuf, OpenKind, Written};
 use self::uring::Uring;
 use crate::buf::{ALIGN, AlignedBuf, BufferPool, align_up};
 use crate::drive::{
@@ -130,6 +130,9 @@ impl LocalDriveConfig {
 /// Retries of an operation that raced with a concurrent parent cleanup
 /// (directory created, then removed by a delete before we used it).
 const RACE_RETRIES: usize = 4;
+/// Bytes [`Drive::read_all`] reads in its first, chained attempt: the
+/// `xl.meta` of objects with inline data up to about 60 KiB (2+2) fits.
+const SMALL_READ_GUESS: usize = 32 << 10;
 /// Retries of EINTR/EAGAIN on a read or write.
 const TRANSIENT_RETRIES: usize = 16;
 /// Deepest directory chain created in one go.
@@ -645,6 +648,22 @@ impl Inner {
     async fn read_all(&self, volume: &str, path: &str, limit: u64) -> Result<Vec<u8>> {
         let rel = path::join(volume, path)?;
         let limit = limit.min(self.cfg.max_small_file);
+        // Most metadata files are a few KiB: one chained open, read and
+        // close reads them; a file that fills the guess is read again the
+        // long way (open, statx, read of its exact size).
+        let guess = usize::try_from(limit.saturating_add(1))
+            .unwrap_or(usize::MAX)
+            .min(SMALL_READ_GUESS);
+        match self.io.read_small(&rel, guess).await {
+            // Shorter than the guess, which is at most limit + 1 bytes.
+            Ok(Some(data)) => return Ok(data),
+            Ok(None) => {}
+            Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
+                return Err(self.not_found(volume).await);
+            }
+            Err(e) if errno(&e) == libc::EISDIR => return Err(DriveError::IsDirectory),
+            Err(e) => return Err(self.map("read", Ctx::Read, e)),
+        }
         let fd = match self.io.open(&rel, OpenKind::Read, false).await {
             Ok(fd) => fd,
             Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
@@ -688,6 +707,46 @@ impl Inner {
             });
         }
         let tmp = format!("{TMP_VOLUME}/{}", Uuid::new_v4());
+        let data = match self
+            .io
+            .write_small(&tmp, data, &rel, parent(&rel).unwrap_or(""))
+            .await
+        {
+            Written::Done => return Ok(()),
+            Written::NotSynced(Some(e)) => return Err(self.map("fsync dir", Ctx::Write, e)),
+            Written::NotSynced(None) => return self.sync_parent(&rel).await,
+            Written::NotRenamed => {
+                let result = async {
+                    self.rename_into_place(&tmp, volume, &rel).await?;
+                    self.sync_parent(&rel).await
+                }
+                .await;
+                if result.is_err() {
+                    let _ = self.io.unlink(&tmp, false).await;
+                }
+                return result;
+            }
+            Written::Failed(op, error, data) => {
+                let _ = self.io.unlink(&tmp, false).await;
+                match (error, data) {
+                    // A short write: the long path below retries it and
+                    // reports what stops it.
+                    (None, Some(data)) => data,
+                    (Some(e), _) => return Err(self.map(op, Ctx::Write, e)),
+                    (None, None) => {
+                        return Err(DriveError::Io {
+                            op,
+                            source: stdio::Error::other("io_uring chain lost its data"),
+                        });
+                    }
+                }
+            }
+            // No chains here, or the temporary area is missing: the long
+            // path creates it.
+            Written::NotCreated(data, None) => data,
+            Written::NotCreated(data, Some(e)) if errno(&e) == libc::ENOENT => data,
+            Written::NotCreated(_, Some(e)) => return Err(self.map("openat", Ctx::Write, e)),
+        };
         let fd = match self.io.open(&tmp, OpenKind::CreateExclusive, false).await {
             Ok(fd) => fd,
             Err(e) if errno(&e) == libc::ENOENT => {
