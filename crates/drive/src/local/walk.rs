@@ -14,38 +14,280 @@
 //! changes made by another process, to the file system's timestamp
 //! granularity; Linux 6.13 and later make a change after a `stat` show a
 //! new time on ext4, XFS, btrfs and tmpfs).
+//!
+//! Walking ahead: once a listing has asked for a continuation page (a walk
+//! with `after`) that did not reach the end, the next page (after its last
+//! entry, same limit) is walked in the background while the caller works
+//! on this one and the client reads it; see [`Ahead`]. The next request
+//! takes it if it continues from one of the last entries returned, and if
+//! nothing changed in between: no namespace change on the drive since the
+//! first of its reads (the generation, as for the cache) and every
+//! directory it read still has the stamp it had. Otherwise the page is
+//! walked as usual. A first page (no `after`) starts nothing, so a client
+//! that reads one page costs one walk.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags};
+use tokio::sync::oneshot;
 
 use crate::error::{Ctx, DriveError, Result, map_io};
-use crate::path::{self, check_volume};
-use crate::walk::{Cands, DirEntry, META_FILE, WalkFs, WalkOptions, WalkPage};
+use crate::path::{self, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, check_volume};
+use crate::walk::{Cands, DirEntry, META_FILE, WalkEntry, WalkFs, WalkOptions, WalkPage};
+
+/// Directories a walk read, with their stamps (`None`: too many to keep).
+type Dirs = Option<Vec<(String, Stamp)>>;
 
 impl super::Inner {
-    /// A page of the walk, whole inside one blocking task.
+    /// A page of the walk, whole inside one blocking task (or taken from
+    /// the walk run ahead of it).
     pub(super) async fn walk(&self, opts: &WalkOptions) -> Result<WalkPage> {
-        let opts = opts.clone();
-        let max_entries = self.cfg.max_list_entries;
-        let label = self.root.clone();
         let ns = Arc::clone(&self.io.blocking.ns);
-        self.io
+        if let Some(after) = opts.after.as_deref()
+            && let Some(ahead) = ns.take_ahead(opts, after)
+            && let Some((page, since, dirs)) = self.serve_ahead(ahead, opts, after).await
+        {
+            ns.ahead_served.fetch_add(1, Ordering::Relaxed);
+            self.walk_ahead(opts, &page, since, Some(dirs));
+            return Ok(page);
+        }
+        // Read before the walk: a change from now on invalidates what the
+        // walk ahead of the next page keeps of this one.
+        let since = ns.generation();
+        let (page, dirs) = self.walk_now(opts.clone(), None).await?;
+        if opts.after.is_some() {
+            self.walk_ahead(opts, &page, since, dirs);
+        }
+        Ok(page)
+    }
+
+    /// Walks a page now, with the directories it read.
+    async fn walk_now(
+        &self,
+        opts: WalkOptions,
+        cancel: Option<Arc<AtomicBool>>,
+    ) -> Result<(WalkPage, Dirs)> {
+        walk_blocking(
+            &self.io.blocking,
+            opts,
+            self.cfg.max_list_entries,
+            self.root.clone(),
+            cancel,
+        )
+        .await
+    }
+
+    /// Starts walking the page after `page` (a page of `opts`) in the
+    /// background, if `page` may be followed by more and no walk ahead is
+    /// running on this drive. `since` is the generation read before the
+    /// first read `page` depends on.
+    fn walk_ahead(&self, opts: &WalkOptions, page: &WalkPage, since: u64, dirs: Dirs) {
+        let ns = &self.io.blocking.ns;
+        let (Some(dirs), Some(last)) = (dirs, page.entries.last()) else {
+            return;
+        };
+        if !page.more || ns.generation() != since {
+            return;
+        }
+        if ns
+            .ahead_running
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return;
+        }
+        let start = last.name().to_owned();
+        let tail = page.entries[page.entries.len().saturating_sub(AHEAD_TAIL)..].to_vec();
+        let next = WalkOptions {
+            after: Some(start),
+            ..opts.clone()
+        };
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = oneshot::channel();
+        let blocking = self.io.blocking.clone();
+        let (max_entries, label) = (self.cfg.max_list_entries, self.root.clone());
+        let task_cancel = Arc::clone(&cancel);
+        let running = Arc::clone(ns);
+        tokio::spawn(async move {
+            let r = walk_blocking(&blocking, next, max_entries, label, Some(task_cancel)).await;
+            running.ahead_running.store(0, Ordering::SeqCst);
+            let _ = tx.send(r.ok());
+        });
+        ns.put_ahead(Ahead {
+            volume: opts.volume.clone(),
+            prefix: opts.prefix.clone(),
+            delimiter: opts.delimiter.clone(),
+            meta_head: opts.meta_head,
+            meta_limit: opts.meta_limit,
+            tail,
+            since,
+            dirs,
+            born: Instant::now(),
+            page: Some(rx),
+            cancel,
+        });
+    }
+
+    /// The page of `opts` (which continues after `after`) from a walk run
+    /// ahead, if it is what a walk now would return; with the generation
+    /// and directories it depends on.
+    async fn serve_ahead(
+        &self,
+        mut ahead: Ahead,
+        opts: &WalkOptions,
+        after: &str,
+    ) -> Option<(WalkPage, u64, Vec<(String, Stamp)>)> {
+        let rx = ahead.page.take()?;
+        let (next, next_dirs) = rx.await.ok()??;
+        let ns = &self.io.blocking.ns;
+        if ns.generation() != ahead.since {
+            return None;
+        }
+        let mut dirs = std::mem::take(&mut ahead.dirs);
+        for (rel, stamp) in next_dirs? {
+            match dirs.iter().find(|(r, _)| *r == rel) {
+                Some((_, s)) if *s != stamp => return None,
+                Some(_) => {}
+                None => dirs.push((rel, stamp)),
+            }
+        }
+        // Changes by other processes: every directory read is as it was.
+        let check = dirs.clone();
+        let unchanged = self
+            .io
             .blocking
-            .run(move |root| {
-                let mut fs = SyncFs::new(root, &ns, max_entries, &label);
-                run_ready(crate::walk::walk(&mut fs, &opts))
-            })
+            .run(move |root| Ok(dirs_unchanged(root, &check)))
             .await
-            .map_err(|e| map_io("walk", Ctx::Read, e))?
+            .unwrap_or(false);
+        if !unchanged {
+            return None;
+        }
+        let mut entries: Vec<WalkEntry> = std::mem::take(&mut ahead.tail)
+            .into_iter()
+            .filter(|e| e.name() > after)
+            .collect();
+        entries.extend(next.entries);
+        let limit = opts.limit.max(1);
+        let mut more = if entries.len() > limit {
+            entries.truncate(limit);
+            true
+        } else {
+            next.more
+        };
+        if entries.len() < limit && more {
+            // The page ahead was walked with a smaller limit: the rest now.
+            let last = entries.last().map(|e| e.name().to_owned())?;
+            let rest = WalkOptions {
+                after: Some(last),
+                limit: limit - entries.len(),
+                ..opts.clone()
+            };
+            let (page, rest_dirs) = self.walk_now(rest, None).await.ok()?;
+            for (rel, stamp) in rest_dirs? {
+                match dirs.iter().find(|(r, _)| *r == rel) {
+                    Some((_, s)) if *s != stamp => return None,
+                    Some(_) => {}
+                    None => dirs.push((rel, stamp)),
+                }
+            }
+            entries.extend(page.entries);
+            more = page.more;
+        }
+        Some((WalkPage { entries, more }, ahead.since, dirs))
+    }
+}
+
+/// Runs one page of the walk in a blocking task of `blocking`.
+async fn walk_blocking(
+    blocking: &super::io::Blocking,
+    opts: WalkOptions,
+    max_entries: usize,
+    label: PathBuf,
+    cancel: Option<Arc<AtomicBool>>,
+) -> Result<(WalkPage, Dirs)> {
+    let ns = Arc::clone(&blocking.ns);
+    blocking
+        .run(move |root| {
+            let mut fs = SyncFs::new(root, &ns, max_entries, &label);
+            fs.cancel = cancel;
+            let page = run_ready(crate::walk::walk(&mut fs, &opts))?;
+            Ok(page.map(|p| (p, fs.dirs.take())))
+        })
+        .await
+        .map_err(|e| map_io("walk", Ctx::Read, e))?
+}
+
+/// Whether every directory still has its stamp.
+fn dirs_unchanged(root: &OwnedFd, dirs: &[(String, Stamp)]) -> bool {
+    dirs.iter().all(|(rel, stamp)| {
+        rustix::fs::statat(root, rel.as_str(), AtFlags::empty())
+            .is_ok_and(|st| Stamp::of(&st) == *stamp)
+    })
+}
+
+/// Entries of a page kept with the walk ahead of the next one, so that a
+/// request continuing from one of them (the caller may have used fewer
+/// entries than it asked for) can still take it.
+const AHEAD_TAIL: usize = 8;
+/// Walks ahead kept per drive.
+const AHEAD_SLOTS: usize = 8;
+/// A walk ahead not taken within this time is dropped.
+const AHEAD_MAX_AGE: Duration = Duration::from_secs(2);
+/// A walk that read more directories than this starts no walk ahead.
+const AHEAD_MAX_DIRS: usize = 64;
+
+/// The next page of one listing, walked (or being walked) ahead of its
+/// request, and the last entries of the page before it. It serves a walk of
+/// the same volume, prefix, delimiter and metadata head whose `after` is
+/// one of the kept entries (or between them), if the drive's generation is
+/// still `since` and every directory in `dirs` still has its stamp.
+struct Ahead {
+    volume: String,
+    prefix: String,
+    delimiter: Option<String>,
+    meta_head: usize,
+    meta_limit: u64,
+    /// The last entries of the page before (the walk ahead starts after
+    /// the last one).
+    tail: Vec<WalkEntry>,
+    /// The generation read before the first read of `tail`.
+    since: u64,
+    /// Directories `tail` was read from, with their stamps then.
+    dirs: Vec<(String, Stamp)>,
+    born: Instant,
+    /// The page, when its walk is over (`None` inside: it failed).
+    page: Option<oneshot::Receiver<Option<(WalkPage, Dirs)>>>,
+    /// Set when this is dropped: the walk stops at its next step.
+    cancel: Arc<AtomicBool>,
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Ahead {
+    fn serves(&self, o: &WalkOptions, after: &str) -> bool {
+        let (Some(first), Some(last)) = (self.tail.first(), self.tail.last()) else {
+            return false;
+        };
+        self.volume == o.volume
+            && self.prefix == o.prefix
+            && self.delimiter == o.delimiter
+            && self.meta_head == o.meta_head
+            && self.meta_limit == o.meta_limit
+            && first.name() <= after
+            && after <= last.name()
     }
 }
 
@@ -88,17 +330,23 @@ struct Cached {
 }
 
 #[derive(Default)]
-struct Dirs {
+struct DirCache {
     map: HashMap<String, Cached>,
     bytes: usize,
     tick: u64,
 }
 
-/// A drive's namespace generation and the walk's directory cache.
+/// A drive's namespace generation, the walk's directory cache and its
+/// walks ahead.
 #[derive(Default)]
 pub(crate) struct Namespace {
     generation: AtomicU64,
-    dirs: Mutex<Dirs>,
+    dirs: Mutex<DirCache>,
+    ahead: Mutex<Vec<Ahead>>,
+    /// 1 while a walk ahead runs (one at a time per drive).
+    ahead_running: AtomicUsize,
+    /// Pages served by walks ahead (for tests).
+    ahead_served: AtomicU64,
 }
 
 /// Marks a change to the drive's names: the generation moves when the
@@ -181,11 +429,43 @@ impl Namespace {
         }
     }
 
+    /// Keeps a walk ahead, dropping those too old and the oldest beyond
+    /// the budget.
+    fn put_ahead(&self, a: Ahead) {
+        let mut slots = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
+        slots.retain(|s| s.born.elapsed() < AHEAD_MAX_AGE);
+        if slots.len() >= AHEAD_SLOTS {
+            slots.remove(0);
+        }
+        slots.push(a);
+    }
+
+    /// Takes the walk ahead that may serve `o`, which continues after
+    /// `after`.
+    fn take_ahead(&self, o: &WalkOptions, after: &str) -> Option<Ahead> {
+        let mut slots = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
+        slots.retain(|s| s.born.elapsed() < AHEAD_MAX_AGE);
+        let i = slots.iter().position(|s| s.serves(o, after))?;
+        Some(slots.remove(i))
+    }
+
     /// Directories cached (for tests).
     #[cfg(test)]
     fn cached(&self) -> usize {
         self.dirs.lock().map(|d| d.map.len()).unwrap_or(0)
     }
+}
+
+/// What [`path::join`] checks of `volume/dir` beyond its parent: the last
+/// component `name` and the whole length.
+fn check_leaf(volume: &str, dir: &str, name: &str) -> Result<()> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('\0') {
+        return Err(DriveError::InvalidPath(format!("bad component in {dir:?}")));
+    }
+    if name.len() > MAX_COMPONENT_BYTES || volume.len() + 1 + dir.len() > MAX_PATH_BYTES {
+        return Err(DriveError::NameTooLong);
+    }
+    Ok(())
 }
 
 /// Largest head read of a metadata file (a caller asking more gets this).
@@ -210,10 +490,17 @@ pub(super) struct SyncFs<'r> {
     max_entries: usize,
     /// Reused buffer for metadata heads.
     buf: Vec<u8>,
-    /// The last parent directory of an object opened (root-relative path,
-    /// `O_PATH` descriptor): the objects of a page mostly share it.
-    parent: Option<(String, OwnedFd)>,
+    /// The last parent directory of an object opened (volume, path in the
+    /// volume, `O_PATH` descriptor): the objects of a page mostly share it.
+    parent: Option<(String, String, OwnedFd)>,
+    /// Reused buffer for a path under `parent`.
+    sub: String,
     label: &'r Path,
+    /// Directories read, with their stamps (`None` beyond
+    /// [`AHEAD_MAX_DIRS`]).
+    dirs: Dirs,
+    /// Stops the walk (with an error) when set: a walk ahead nobody wants.
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl<'r> SyncFs<'r> {
@@ -229,47 +516,78 @@ impl<'r> SyncFs<'r> {
             max_entries: max_entries.max(1),
             buf: Vec::new(),
             parent: None,
+            sub: String::new(),
             label,
+            dirs: Some(Vec::new()),
+            cancel: None,
         }
+    }
+
+    fn cancelled(&self) -> Result<()> {
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            return Err(DriveError::InvalidArgument("walk ahead abandoned".into()));
+        }
+        Ok(())
     }
 
     /// A descriptor of the parent of the object directory `dir` of
     /// `volume` and the path of `leaf` under it (`None`: the parent does
-    /// not exist).
+    /// not exist). The path is validated as every drive operation validates
+    /// it ([`path::join`]): the parent once per parent, the last component
+    /// each time.
     fn at_parent(
         &mut self,
         volume: &str,
         dir: &str,
         leaf: &str,
-    ) -> Result<Option<(&OwnedFd, String)>> {
-        let (parent, name) = match dir.rfind('/') {
-            Some(i) => (path::join(volume, &dir[..i])?, &dir[i + 1..]),
-            None => {
-                check_volume(volume)?;
-                (volume.to_owned(), dir)
-            }
+    ) -> Result<Option<(&OwnedFd, &str)>> {
+        let (pdir, name, nested) = match dir.rfind('/') {
+            Some(i) => (&dir[..i], &dir[i + 1..], true),
+            None => ("", dir, false),
         };
-        // Validates the whole path as every drive operation does.
-        path::join(volume, dir)?;
-        let sub = if leaf.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{name}/{leaf}")
-        };
-        if self.parent.as_ref().is_none_or(|(p, _)| *p != parent) {
+        let same = nested != pdir.is_empty()
+            && self
+                .parent
+                .as_ref()
+                .is_some_and(|(v, p, _)| v == volume && p == pdir);
+        if !same {
             self.parent = None;
+            let rel = if !nested {
+                check_volume(volume)?;
+                volume.to_owned()
+            } else {
+                path::join(volume, pdir)?
+            };
             match rustix::fs::openat(
                 self.root,
-                parent.as_str(),
+                rel.as_str(),
                 OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
                 Mode::empty(),
             ) {
-                Ok(fd) => self.parent = Some((parent, fd)),
-                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => return Ok(None),
+                Ok(fd) => self.parent = Some((volume.to_owned(), pdir.to_owned(), fd)),
+                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
+                    // Still an error if the path is not valid.
+                    check_leaf(volume, dir, name)?;
+                    return Ok(None);
+                }
                 Err(e) => return Err(map_io("openat", Ctx::Read, e.into())),
             }
         }
-        Ok(self.parent.as_ref().map(|(_, fd)| (fd, sub)))
+        check_leaf(volume, dir, name)?;
+        self.sub.clear();
+        self.sub.push_str(name);
+        if !leaf.is_empty() {
+            self.sub.push('/');
+            self.sub.push_str(leaf);
+        }
+        Ok(self
+            .parent
+            .as_ref()
+            .map(|(_, _, fd)| (fd, self.sub.as_str())))
     }
 
     fn rel(volume: &str, dir: &str) -> Result<String> {
@@ -282,6 +600,7 @@ impl<'r> SyncFs<'r> {
     }
 
     fn read_dir_now(&mut self, volume: &str, dir: &str) -> Result<Arc<Cands>> {
+        self.cancelled()?;
         let rel = Self::rel(volume, dir)?;
         // Read before the directory: a change from now on invalidates
         // what is read.
@@ -304,6 +623,13 @@ impl<'r> SyncFs<'r> {
         };
         let stamp =
             Stamp::of(&rustix::fs::fstat(&fd).map_err(|e| map_io("fstat", Ctx::Read, e.into()))?);
+        if let Some(dirs) = &mut self.dirs {
+            if dirs.len() < AHEAD_MAX_DIRS {
+                dirs.push((rel.clone(), stamp));
+            } else {
+                self.dirs = None;
+            }
+        }
         if let Some(cands) = self.ns.get(&rel, generation, &stamp) {
             return Ok(cands);
         }
@@ -361,12 +687,13 @@ impl<'r> SyncFs<'r> {
         dir: &str,
         head: usize,
     ) -> Result<Option<(Vec<u8>, bool)>> {
+        self.cancelled()?;
         let Some((parent, sub)) = self.at_parent(volume, dir, META_FILE)? else {
             return Ok(None);
         };
         let fd = match rustix::fs::openat(
             parent,
-            sub.as_str(),
+            sub,
             OFlags::RDONLY | OFlags::CLOEXEC,
             Mode::empty(),
         ) {
@@ -414,7 +741,7 @@ impl<'r> SyncFs<'r> {
         };
         match rustix::fs::statx(
             parent,
-            sub.as_str(),
+            sub,
             AtFlags::empty(),
             StatxFlags::TYPE | StatxFlags::NLINK,
         ) {
@@ -464,6 +791,171 @@ impl WalkFs for SyncFs<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::drive::Drive;
+    use crate::walk::DriveFs;
+
+    const VOL: &str = "vol";
+
+    /// `n` objects `d/k00000`.. with metadata naming them, a few with keys
+    /// under them and one a directory object, written behind the drive.
+    fn build(root: &Path, n: usize) {
+        let vol = root.join(VOL);
+        for i in 0..n {
+            let dir = vol.join(format!("d/k{i:05}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(META_FILE), format!("meta {i}")).unwrap();
+            if i % 50 == 7 {
+                let sub = dir.join("sub");
+                std::fs::create_dir_all(&sub).unwrap();
+                std::fs::write(sub.join(META_FILE), format!("sub {i}")).unwrap();
+            }
+        }
+        std::fs::create_dir_all(vol.join("d/k00042x__XLDIR__")).unwrap();
+        std::fs::write(vol.join("d/k00042x__XLDIR__").join(META_FILE), b"dir").unwrap();
+    }
+
+    fn opts(
+        prefix: &str,
+        delimiter: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> WalkOptions {
+        WalkOptions {
+            volume: VOL.into(),
+            prefix: prefix.into(),
+            delimiter: delimiter.map(String::from),
+            after: after.map(String::from),
+            limit,
+            meta_head: 4096,
+            meta_limit: 1 << 20,
+        }
+    }
+
+    async fn drive(root: &Path) -> crate::LocalDrive {
+        crate::LocalDrive::open(root.to_path_buf(), Default::default())
+            .await
+            .unwrap()
+    }
+
+    /// The page the default walk (no cache, nothing ahead) gives.
+    async fn plain(d: &crate::LocalDrive, o: &WalkOptions) -> WalkPage {
+        crate::walk::walk(&mut DriveFs(d), o).await.unwrap()
+    }
+
+    fn served(d: &crate::LocalDrive) -> u64 {
+        d.inner.io.blocking.ns.ahead_served.load(Ordering::Relaxed)
+    }
+
+    /// Listings continued from the last entry, from an earlier one (the
+    /// caller used fewer entries than it asked for) and with another page
+    /// size, with and without a delimiter: every page is the default
+    /// walk's, and the pages after the second come from the walk ahead.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pages_walked_ahead_are_the_pages_walked_now() {
+        let tmp = tempfile::tempdir().unwrap();
+        build(tmp.path(), 1200);
+        let d = drive(tmp.path()).await;
+        for (prefix, delimiter) in [
+            ("d/", None),
+            ("d/", Some("/")),
+            ("", None),
+            ("d/k00", Some("/")),
+        ] {
+            let before = served(&d);
+            let mut after: Option<String> = None;
+            let mut pages = 0;
+            let mut all = Vec::new();
+            loop {
+                // Page sizes 100 to 250; every third continuation backs off
+                // by up to 3 entries (inside the kept tail).
+                let limit = 100 + 50 * (pages % 4);
+                let o = opts(prefix, delimiter, after.as_deref(), limit);
+                let got = d.walk(&o).await.unwrap();
+                let want = plain(&d, &o).await;
+                assert_eq!(
+                    got.entries, want.entries,
+                    "{prefix:?} {delimiter:?} page {pages}"
+                );
+                if got.entries.is_empty() || !got.more {
+                    assert!(!want.more, "{prefix:?} {delimiter:?} page {pages}");
+                    all.extend(got.entries.iter().map(|e| e.name().to_owned()));
+                    break;
+                }
+                let back = if pages % 3 == 2 { pages % 4 } else { 0 };
+                let i = got.entries.len() - 1 - back.min(got.entries.len() - 1);
+                all.extend(got.entries[..=i].iter().map(|e| e.name().to_owned()));
+                after = Some(got.entries[i].name().to_owned());
+                pages += 1;
+            }
+            let whole = plain(&d, &opts(prefix, delimiter, None, 1_000_000)).await;
+            let want: Vec<String> = whole.entries.iter().map(|e| e.name().to_owned()).collect();
+            assert_eq!(all, want, "{prefix:?} {delimiter:?}");
+            assert!(pages >= 4, "{prefix:?} {delimiter:?}: {pages} pages");
+            // The first page starts nothing; every later one is served
+            // (in part, when it is larger) from the walk ahead.
+            assert!(
+                served(&d) - before >= pages as u64 - 1,
+                "{prefix:?} {delimiter:?}: {} of {pages} pages served ahead",
+                served(&d) - before
+            );
+        }
+    }
+
+    /// Between pages, keys in the next page are added and removed through
+    /// the drive and behind its back, and a key's metadata is replaced
+    /// through the drive: the page walked ahead is not used, and every page
+    /// is the default walk's of the moment.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pages_walked_ahead_follow_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        build(tmp.path(), 1500);
+        let vol = tmp.path().join(VOL);
+        let d = drive(tmp.path()).await;
+        let mut after: Option<String> = None;
+        let mut page = 0usize;
+        let mut unchanged_pages = 0u64;
+        let served_before = served(&d);
+        loop {
+            let o = opts("d/", None, after.as_deref(), 100);
+            let got = d.walk(&o).await.unwrap();
+            let want = plain(&d, &o).await;
+            assert_eq!(got.entries, want.entries, "page {page}");
+            let Some(last) = got.entries.last() else {
+                break;
+            };
+            if !got.more {
+                break;
+            }
+            after = Some(last.name().to_owned());
+            page += 1;
+            // A key inside the next page (whose walk ahead has started).
+            let next = format!("d/k{:05}", 100 * page + 30);
+            // Let the walk ahead read the drive as it was.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            match page % 5 {
+                1 => {
+                    d.write_all(VOL, &format!("{next}/{META_FILE}"), b"replaced".to_vec())
+                        .await
+                        .unwrap();
+                }
+                2 => d.delete(VOL, &next, true).await.unwrap(),
+                3 => {
+                    let k = vol.join(format!("{next}a"));
+                    std::fs::create_dir_all(&k).unwrap();
+                    std::fs::write(k.join(META_FILE), b"behind").unwrap();
+                }
+                4 => std::fs::remove_dir_all(vol.join(&next)).unwrap(),
+                _ => unchanged_pages += 1,
+            }
+        }
+        assert!(page >= 14, "{page} pages");
+        // Only the pages after an unchanged gap can come from ahead.
+        let n = served(&d) - served_before;
+        assert!(
+            n >= 1 && n <= unchanged_pages,
+            "{n} served, {unchanged_pages} unchanged"
+        );
+    }
 
     fn stamp(ino: u64) -> Stamp {
         Stamp {
