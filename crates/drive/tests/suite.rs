@@ -349,6 +349,14 @@ async fn small_files_of_every_size(kind: Kind) {
         d.write_all("b", &path, shorter.clone()).await.unwrap();
         assert_eq!(d.read_all("b", &path, u64::MAX).await.unwrap(), shorter);
     }
+    // Several missing levels, one missing level, none, and the volume
+    // itself as the parent.
+    for path in ["x/y/z/xl.meta", "x/y/w/xl.meta", "x/y/w/xl.meta", "top"] {
+        d.write_all("b", path, path.as_bytes().to_vec())
+            .await
+            .unwrap();
+        assert_eq!(d.read_all("b", path, 100).await.unwrap(), path.as_bytes());
+    }
     std::fs::remove_dir_all(env.root().join(TMP_VOLUME)).unwrap();
     d.write_all("b", "after/xl.meta", vec![7; 10])
         .await

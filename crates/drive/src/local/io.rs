@@ -581,8 +581,9 @@ impl Io {
         self.uring.as_ref().filter(|ring| ring.chains())
     }
 
-    /// Appends open of directory `rel`, its fsync and its close (which runs
-    /// even if the fsync fails) to `chain`.
+    /// Appends open of directory `rel`, its fsync and its close to `chain`.
+    /// A failed fsync cancels the close and whatever follows (the ring
+    /// thread closes what a chain leaves in its slot).
     fn sync_dir_steps(&self, chain: Chain, rel: &str) -> io::Result<Chain> {
         Ok(chain
             .then(Op::OpenSlot {
@@ -591,23 +592,36 @@ impl Io {
                 flags: open_flags(OpenKind::Directory, false).bits() as i32,
                 mode: 0,
             })
-            .always(Op::FsyncSlot { datasync: false })
+            .then(Op::FsyncSlot { datasync: false })
             .then(Op::CloseSlot))
     }
 
     /// Reads a small file whole: open, one read of at most `cap` bytes,
-    /// close; one submission where the ring chains. `Ok(None)` when the
-    /// read filled `cap` (the file may be longer) or was interrupted: the
-    /// caller reads it the long way. A read that returns less than asked
-    /// is taken as the end of the file, which holds for regular files on
-    /// local file systems (the only files a drive reads this way).
-    pub(crate) async fn read_small(&self, rel: &str, cap: usize) -> io::Result<Option<Vec<u8>>> {
+    /// close; one submission where the ring chains, which also looks at
+    /// `volume` (a `statx` ahead of the open), so that a missing file needs
+    /// no second trip to tell a missing volume. A read that returns less
+    /// than asked is taken as the end of the file, which holds for regular
+    /// files on local file systems (the only files a drive reads this way).
+    pub(crate) async fn read_small(
+        &self,
+        rel: &str,
+        cap: usize,
+        volume: &str,
+    ) -> io::Result<SmallRead> {
         let cap = cap.max(1);
         let len = u32::try_from(cap).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         let flags = open_flags(OpenKind::Read, false);
+        let missing =
+            |e: &io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
         let read = match (&self.uring, self.chaining()) {
             (_, Some(ring)) => {
                 let chain = Chain::new()
+                    .always(Op::Statx {
+                        dir: self.root(),
+                        path: cstring(volume)?,
+                        flags: 0,
+                        out: Box::new(MaybeUninit::zeroed()),
+                    })
                     .then(Op::OpenSlot {
                         dir: self.root(),
                         path: cstring(rel)?,
@@ -624,7 +638,19 @@ impl Io {
                     })
                     .then(Op::CloseSlot);
                 let mut steps = ring.submit_chain(chain).await?.into_iter();
-                step_result(steps.next())?;
+                let volume = match steps.next() {
+                    Some((result, Op::Statx { out, .. })) if result >= 0 => {
+                        Some(uring::statx_result(&out).is_dir)
+                    }
+                    Some((result, _)) if matches!(-result, libc::ENOENT | libc::ENOTDIR) => {
+                        Some(false)
+                    }
+                    _ => None,
+                };
+                match step_result(steps.next()) {
+                    Err(e) if missing(&e) => return Ok(SmallRead::Missing(volume)),
+                    other => other?,
+                };
                 match steps.next() {
                     Some((result, Op::ReadSlot { buf, .. })) => {
                         (buf.into_vec(), ring_result(result))
@@ -633,7 +659,10 @@ impl Io {
                 }
             }
             (Some(_), None) => {
-                let fd = self.open(rel, OpenKind::Read, false).await?;
+                let fd = match self.open(rel, OpenKind::Read, false).await {
+                    Err(e) if missing(&e) => return Ok(SmallRead::Missing(None)),
+                    other => other?,
+                };
                 let (buf, n) = self
                     .read_at(&fd, IoBuf::Heap(vec![0; cap]), 0, 0, cap)
                     .await?;
@@ -641,23 +670,33 @@ impl Io {
             }
             (None, None) => {
                 let rel = at_path(rel).to_owned();
-                self.blocking
+                let opened = self
+                    .blocking
                     .run(move |root| {
-                        let fd = rustix::fs::openat(root, &rel, flags, Mode::empty())?;
+                        let fd = match rustix::fs::openat(root, &rel, flags, Mode::empty()) {
+                            Ok(fd) => fd,
+                            Err(e) => return Ok(Err(io::Error::from(e))),
+                        };
                         let mut buf = vec![0; cap];
                         let n = rustix::io::read(&fd, &mut buf).map_err(io::Error::from);
-                        Ok((buf, n))
+                        Ok(Ok((buf, n)))
                     })
-                    .await?
+                    .await?;
+                match opened {
+                    Err(e) if missing(&e) => return Ok(SmallRead::Missing(None)),
+                    other => other?,
+                }
             }
         };
         match read {
             (mut data, Ok(n)) if n < cap => {
                 data.truncate(n);
-                Ok(Some(data))
+                Ok(SmallRead::Whole(data))
             }
-            (_, Ok(_)) => Ok(None),
-            (_, Err(e)) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) => Ok(None),
+            (_, Ok(_)) => Ok(SmallRead::Longer),
+            (_, Err(e)) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) => {
+                Ok(SmallRead::Longer)
+            }
             (_, Err(e)) => Err(e),
         }
     }
@@ -722,6 +761,47 @@ impl Io {
     }
 }
 
+/// How a directory sync in a chain went.
+pub(crate) enum Synced {
+    Yes,
+    /// The directory's open failed or the step did not run.
+    NotRun,
+    /// The fsync failed.
+    Failed(io::Error),
+}
+
+fn synced(open: i32, sync: i32) -> Synced {
+    if open < 0 {
+        Synced::NotRun
+    } else if sync < 0 {
+        Synced::Failed(io::Error::from_raw_os_error(-sync))
+    } else {
+        Synced::Yes
+    }
+}
+
+/// What [`Io::place_in_new_dir`] did.
+pub(crate) struct NewDirPlacement {
+    /// The `mkdir` (`EEXIST` when another writer made it first).
+    pub(crate) made: io::Result<()>,
+    pub(crate) parent_synced: Synced,
+    /// The rename (`ECANCELED` when it did not run).
+    pub(crate) renamed: io::Result<()>,
+    pub(crate) dir_synced: Synced,
+}
+
+/// What [`Io::read_small`] found.
+pub(crate) enum SmallRead {
+    /// The whole file.
+    Whole(Vec<u8>),
+    /// The read filled the buffer (the file may be longer) or was
+    /// interrupted: the caller reads it the long way.
+    Longer,
+    /// No such file (`ENOENT`, `ENOTDIR`); whether its volume exists, when
+    /// the chain looked.
+    Missing(Option<bool>),
+}
+
 /// How far [`Io::write_small`] got.
 pub(crate) enum Written {
     /// Nothing was created: chains are not available here (`None`), or
@@ -732,13 +812,83 @@ pub(crate) enum Written {
     /// retries), or the ring stopped. The caller removes it; the data back
     /// if the ring gave it.
     Failed(&'static str, Option<io::Error>, Option<Vec<u8>>),
-    /// The data is durable in the temporary file; the rename failed or
-    /// did not run (for instance, the target's parent does not exist).
-    NotRenamed,
+    /// The data is durable in the temporary file; the rename failed (the
+    /// error: `ENOENT` when the target's parent does not exist) or did not
+    /// run (`ECANCELED`).
+    NotRenamed(io::Error),
     /// Renamed into place; the parent's fsync failed (`Some`) or its open
     /// failed and the sync did not run (`None`).
     NotSynced(Option<io::Error>),
     Done,
+}
+
+impl Io {
+    /// For a file whose target directory does not exist yet, one chain:
+    /// make directory `dir` (its parent `up` must exist), open, fsync and
+    /// close `up`, rename `from` onto `to` (in `dir`), open, fsync and
+    /// close `dir`. The steps of the long path (`mkdir`, parent sync,
+    /// rename, directory sync) in its order; `None` where the ring does not
+    /// chain. A failed step cancels the rest, except a failed `mkdir`,
+    /// after which the rename tells whether the directory is there.
+    pub(crate) async fn place_in_new_dir(
+        &self,
+        from: &str,
+        to: &str,
+        dir: &str,
+        up: &str,
+    ) -> Option<io::Result<NewDirPlacement>> {
+        let ring = self.chaining()?;
+        let chain = || -> io::Result<Chain> {
+            let chain = Chain::new().always(Op::MkDirAt {
+                dir: self.root(),
+                path: cstring(dir)?,
+                mode: DIR_MODE,
+            });
+            let chain = self.sync_dir_steps(chain, up)?.then(Op::RenameAt {
+                dir: self.root(),
+                from: cstring(from)?,
+                to: cstring(to)?,
+                flags: 0,
+            });
+            self.sync_dir_steps(chain, dir)
+        };
+        let chain = match chain() {
+            Ok(chain) => chain,
+            Err(e) => return Some(Err(e)),
+        };
+        let _change = self.blocking.ns.change();
+        let steps = match ring.submit_chain(chain).await {
+            Ok(steps) => steps,
+            Err(e) => return Some(Err(e)),
+        };
+        let r: Vec<i32> = steps.iter().map(|(r, _)| *r).collect();
+        let ok = |r: i32| {
+            if r < 0 {
+                Err(io::Error::from_raw_os_error(-r))
+            } else {
+                Ok(())
+            }
+        };
+        let [
+            made,
+            up_open,
+            up_sync,
+            _up_close,
+            renamed,
+            dir_open,
+            dir_sync,
+            _dir_close,
+        ] = r[..]
+        else {
+            return Some(Err(io::Error::other("ring returned another chain")));
+        };
+        Some(Ok(NewDirPlacement {
+            made: ok(made),
+            parent_synced: synced(up_open, up_sync),
+            renamed: ok(renamed),
+            dir_synced: synced(dir_open, dir_sync),
+        }))
+    }
 }
 
 /// Reads [`Io::write_small`]'s eight step results.
@@ -780,15 +930,13 @@ fn written(steps: Vec<StepResult>, len: u32) -> Written {
     }
     // A failed close of a synced file only cancelled the rename.
     if rename < 0 {
-        return Written::NotRenamed;
+        return Written::NotRenamed(err(rename));
     }
-    if dir_open < 0 {
-        return Written::NotSynced(None);
+    match synced(dir_open, dir_sync) {
+        Synced::Yes => Written::Done,
+        Synced::NotRun => Written::NotSynced(None),
+        Synced::Failed(e) => Written::NotSynced(Some(e)),
     }
-    if dir_sync < 0 {
-        return Written::NotSynced(Some(err(dir_sync)));
-    }
-    Written::Done
 }
 
 /// A chain step's result as an `io::Result` (`ECANCELED` for a step that

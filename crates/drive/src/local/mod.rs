@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{Mode, OFlags};
 use uuid::Uuid;
 
-use self::io::{Blocking, Fd, Io, IoBuf, OpenKind, Written};
+use self::io::{Blocking, Fd, Io, IoBuf, OpenKind, SmallRead, Synced, Written};
 use self::uring::Uring;
 use crate::buf::{ALIGN, AlignedBuf, BufferPool, align_up};
 use crate::drive::{
@@ -654,13 +654,13 @@ impl Inner {
         let guess = usize::try_from(limit.saturating_add(1))
             .unwrap_or(usize::MAX)
             .min(SMALL_READ_GUESS);
-        match self.io.read_small(&rel, guess).await {
+        match self.io.read_small(&rel, guess, volume).await {
             // Shorter than the guess, which is at most limit + 1 bytes.
-            Ok(Some(data)) => return Ok(data),
-            Ok(None) => {}
-            Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
-                return Err(self.not_found(volume).await);
-            }
+            Ok(SmallRead::Whole(data)) => return Ok(data),
+            Ok(SmallRead::Longer) => {}
+            Ok(SmallRead::Missing(Some(true))) => return Err(DriveError::FileNotFound),
+            Ok(SmallRead::Missing(Some(false))) => return Err(DriveError::VolumeNotFound),
+            Ok(SmallRead::Missing(None)) => return Err(self.not_found(volume).await),
             Err(e) if errno(&e) == libc::EISDIR => return Err(DriveError::IsDirectory),
             Err(e) => return Err(self.map("read", Ctx::Read, e)),
         }
@@ -715,8 +715,16 @@ impl Inner {
             Written::Done => return Ok(()),
             Written::NotSynced(Some(e)) => return Err(self.map("fsync dir", Ctx::Write, e)),
             Written::NotSynced(None) => return self.sync_parent(&rel).await,
-            Written::NotRenamed => {
+            Written::NotRenamed(e) => {
                 let result = async {
+                    // A new object's directory: made, synced and filled in
+                    // one more chain.
+                    let new_dir = parent(&rel).filter(|dir| *dir != volume);
+                    if let Some(dir) = new_dir.filter(|_| errno(&e) == libc::ENOENT)
+                        && self.rename_into_new_dir(&tmp, &rel, dir).await?
+                    {
+                        return Ok(());
+                    }
                     self.rename_into_place(&tmp, volume, &rel).await?;
                     self.sync_parent(&rel).await
                 }
@@ -784,6 +792,40 @@ impl Inner {
         drop(fd);
         self.rename_into_place(tmp, volume, rel).await?;
         self.sync_parent(rel).await
+    }
+
+    /// Makes `dir` (inside a volume), syncs its parent, renames `from` onto
+    /// `rel` in it and syncs it, in one ring chain. `Ok(false)` when that
+    /// did not get as far as the rename (no chains, the directory's parent
+    /// missing too): the caller goes on the long way, which creates every
+    /// missing level.
+    async fn rename_into_new_dir(&self, from: &str, rel: &str, dir: &str) -> Result<bool> {
+        let up = parent(dir).unwrap_or("");
+        let Some(placed) = self.io.place_in_new_dir(from, rel, dir, up).await else {
+            return Ok(false);
+        };
+        let placed = placed.map_err(|e| self.map("io_uring", Ctx::Write, e))?;
+        if placed.made.is_ok() {
+            // The new directory's entry must be durable before anything is
+            // put in it (the long path's mkdir_all does the same).
+            match placed.parent_synced {
+                Synced::Yes => {}
+                Synced::NotRun => self
+                    .io
+                    .sync_dir(up)
+                    .await
+                    .map_err(|e| self.map("fsync dir", Ctx::Write, e))?,
+                Synced::Failed(e) => return Err(self.map("fsync dir", Ctx::Write, e)),
+            }
+        }
+        if placed.renamed.is_err() {
+            return Ok(false);
+        }
+        match placed.dir_synced {
+            Synced::Yes => Ok(true),
+            Synced::NotRun => self.sync_parent(rel).await.map(|()| true),
+            Synced::Failed(e) => Err(self.map("fsync dir", Ctx::Write, e)),
+        }
     }
 
     /// rename(2) of a file onto `rel`, creating missing parents in `volume`.
