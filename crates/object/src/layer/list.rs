@@ -483,6 +483,79 @@ fn latest_fast(key: &str, raw: &[Option<Vec<u8>>], unread: usize) -> Fast {
     Fast::Hidden
 }
 
+/// What the header-only resolution of a key's versions found.
+#[derive(Debug, PartialEq, Eq)]
+enum VersionsFast {
+    /// The versions [`agreed_versions`] lists, newest first.
+    Listed(Vec<ListedObject>),
+    /// A body did not decode: resolve with the full decode instead.
+    Slow,
+    /// The drives not read could change the answer: read them first.
+    Unsure,
+}
+
+/// Every version of `key` agreed by a read quorum of the set's drives,
+/// newest first, from each drive's raw `xl.meta`: what [`agreed_versions`]
+/// lists after the full decode of every copy, from the journal headers and
+/// one decoded body per listed version (the metadata CRC is still
+/// checked). Each version id is resolved as [`ErasureSet::resolve`]
+/// resolves a version asked for: the newest group of copies with that id,
+/// mod time and signature that reaches its quorum.
+///
+/// `unread` drives of the set were not read: a group of copies that could
+/// reach its quorum with them, and would be chosen if it did, makes the
+/// answer [`VersionsFast::Unsure`]. A version none of the read drives has
+/// cannot reach a quorum (see [`listing_drives`]), and copies that reach
+/// none do not order the list, so the unread drives change nothing else.
+fn versions_fast(key: &str, raw: &[Option<Vec<u8>>], unread: usize) -> VersionsFast {
+    let n = raw.len();
+    let journals: Vec<Option<Journal<'_>>> = raw
+        .iter()
+        .map(|r| r.as_deref().and_then(|b| Journal::decode(b).ok()))
+        .collect();
+    // (version id, mod time, signature) -> drives holding it.
+    let mut seen: BTreeMap<([u8; 16], i64, [u8; 4]), Vec<usize>> = BTreeMap::new();
+    for (i, j) in journals.iter().enumerate() {
+        for e in j.iter().flat_map(|j| &j.entries) {
+            let h = &e.header;
+            seen.entry((h.version_id, h.mod_time, h.signature))
+                .or_default()
+                .push(i);
+        }
+    }
+    let default_quorum = (n / 2).max(1);
+    let mut found: Vec<((i64, [u8; 16]), ListedObject)> = Vec::new();
+    let ids: BTreeSet<[u8; 16]> = seen.keys().map(|k| k.0).collect();
+    for vid in ids {
+        // The groups of this id, newest (mod time, signature) first.
+        let groups = seen.range((vid, i64::MIN, [0; 4])..=(vid, i64::MAX, [0xff; 4]));
+        for (_, drives) in groups.rev() {
+            let Some(j0) = &journals[drives[0]] else {
+                return VersionsFast::Slow;
+            };
+            let Some(entry) = j0.entries.iter().find(|e| e.header.version_id == vid) else {
+                return VersionsFast::Slow;
+            };
+            let Ok(version) = entry.decode() else {
+                return VersionsFast::Slow;
+            };
+            let quorum = version
+                .as_object()
+                .and_then(|o| usize::try_from(o.erasure_m).ok())
+                .filter(|&k| k >= 1 && k <= n)
+                .unwrap_or(default_quorum);
+            if drives.len() >= quorum {
+                found.push(((version.mod_time(), vid), listed_latest(key, &version)));
+                break;
+            }
+            if drives.len() + unread >= quorum {
+                return VersionsFast::Unsure;
+            }
+        }
+    }
+    VersionsFast::Listed(sort_versions(found))
+}
+
 /// What [`object_info`] then [`listed`] give for the latest version, without
 /// building the rest of the object's information.
 fn listed_latest(key: &str, v: &Version<'_>) -> ListedObject {
@@ -667,15 +740,25 @@ pub(crate) async fn list_versions(
     let mut count = 0;
     let mut last: Option<(String, Option<uuid::Uuid>)> = None;
     loop {
-        let (page, more) =
-            merged_page(sets, bucket, opts, after.as_deref(), max + 1, false).await?;
+        let (page, more) = merged_page(sets, bucket, opts, after.as_deref(), max + 1, true).await?;
         let empty = page.is_empty();
         for m in page {
             let (name, items): (String, Vec<std::result::Result<ListedObject, String>>) = match m {
                 Merged::Prefix(p) => (p.clone(), vec![Err(p)]),
-                Merged::Object(key, si, raw, _) => {
-                    let metas = metas_of(raw);
-                    let versions = agreed_versions(&sets[si], bucket, &key, metas);
+                Merged::Object(key, si, mut raw, unread) => {
+                    let mut fast = versions_fast(&key, &raw, unread.len());
+                    if matches!(fast, VersionsFast::Slow | VersionsFast::Unsure) {
+                        read_unread(&sets[si], bucket, &key, &mut raw, &unread).await;
+                        if fast == VersionsFast::Unsure {
+                            fast = versions_fast(&key, &raw, 0);
+                        }
+                    }
+                    let versions = match fast {
+                        VersionsFast::Listed(v) => v,
+                        VersionsFast::Slow | VersionsFast::Unsure => {
+                            agreed_versions(&sets[si], bucket, &key, metas_of(raw))
+                        }
+                    };
                     (key, versions.into_iter().map(Ok).collect())
                 }
             };
@@ -744,18 +827,20 @@ fn predecessor(k: &str) -> Option<String> {
     if s.is_empty() { None } else { Some(s) }
 }
 
-/// Every version of `key` agreed by a quorum of drives, newest first.
+/// Every version of `key` agreed by a quorum of drives, newest first: each
+/// version id resolved as [`ErasureSet::resolve`] resolves a version asked
+/// for, the versions ordered by the (mod time, version id) of what was
+/// resolved, the first one the latest (the one a GET without a version
+/// resolves). Copies that reach no quorum do not order the list.
 fn agreed_versions(set: &ErasureSet, bucket: &str, key: &str, metas: Metas) -> Vec<ListedObject> {
-    let mut ids: BTreeSet<(i64, [u8; 16])> = BTreeSet::new();
+    let mut ids: BTreeSet<[u8; 16]> = BTreeSet::new();
     for m in metas.metas.iter().flatten() {
         for e in m.versions() {
-            let h = e.header();
-            ids.insert((h.mod_time, h.version_id));
+            ids.insert(e.header().version_id);
         }
     }
-    let mut out = Vec::new();
-    let mut first = true;
-    for (_, vid) in ids.into_iter().rev() {
+    let mut found: Vec<((i64, [u8; 16]), ListedObject)> = Vec::new();
+    for vid in ids {
         let sel = if vid == [0; 16] {
             VersionSel::Null
         } else {
@@ -767,27 +852,24 @@ fn agreed_versions(set: &ErasureSet, bucket: &str, key: &str, metas: Metas) -> V
             errors: metas.errors,
         };
         if let Ok(r) = set.resolve(bucket, key, m, Some(sel)) {
-            if out
-                .iter()
-                .any(|o: &ListedObject| o.version_id == sel_uuid(sel))
-            {
-                continue;
-            }
-            let info = object_info(bucket, key, &r.version, first);
-            first = false;
+            let info = object_info(bucket, key, &r.version, false);
             let mut l = listed(&info);
             l.delete_marker = matches!(r.version.kind, VersionKind::DeleteMarker(_));
-            out.push(l);
+            found.push(((r.version.mod_time(), vid), l));
         }
     }
-    out
+    sort_versions(found)
 }
 
-fn sel_uuid(s: VersionSel) -> Option<uuid::Uuid> {
-    match s {
-        VersionSel::Null => None,
-        VersionSel::Id(u) => Some(u),
+/// Versions keyed by (mod time, version id), newest first, the first one
+/// marked the latest.
+fn sort_versions(mut found: Vec<((i64, [u8; 16]), ListedObject)>) -> Vec<ListedObject> {
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    let mut out: Vec<ListedObject> = found.into_iter().map(|(_, l)| l).collect();
+    for (i, l) in out.iter_mut().enumerate() {
+        l.is_latest = i == 0;
     }
+    out
 }
 
 #[cfg(test)]
@@ -891,6 +973,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let (mut listed_count, mut hidden_count, mut unsure_count) = (0, 0, 0);
+        let (mut versions_count, mut versions_unsure) = (0, 0);
         for (n, parity) in [(4usize, 2usize), (5, 2), (6, 3), (8, 4), (16, 4)] {
             let set = set_of(&tmp.path().join(format!("s{n}")), n, parity).await;
             for case in 0..400 {
@@ -956,6 +1039,32 @@ mod tests {
                     Fast::Unsure => unsure_count += 1,
                     Fast::Slow => panic!("{key}: slow path on well-formed files"),
                 }
+                // Every version: the header-only resolution lists what the
+                // full decode and a `resolve` per version list, from all
+                // drives or (when it can decide) from the listing share.
+                let all = agreed_versions(&set, "b", &key, metas_of(raw.clone()));
+                versions_count += all.len();
+                // The version listed as the latest is the one a GET without
+                // a version resolves.
+                match &want {
+                    Some(o) => assert_eq!(all.first(), Some(o), "n={n} case {case} latest"),
+                    None => assert!(
+                        all.first().is_none_or(|v| v.delete_marker),
+                        "n={n} case {case} latest"
+                    ),
+                }
+                assert_eq!(
+                    versions_fast(&key, &raw, 0),
+                    VersionsFast::Listed(all.clone()),
+                    "n={n} case {case} versions"
+                );
+                match versions_fast(&key, &part, unread.len()) {
+                    VersionsFast::Listed(v) => {
+                        assert_eq!(v, all, "n={n} case {case} versions subset")
+                    }
+                    VersionsFast::Unsure => versions_unsure += 1,
+                    VersionsFast::Slow => panic!("{key}: slow path on well-formed files"),
+                }
             }
         }
         // Both outcomes are well represented, and subsets decide most
@@ -967,6 +1076,11 @@ mod tests {
         assert!(
             unsure_count > 50 && unsure_count < 1600,
             "{unsure_count} undecided of 2000"
+        );
+        assert!(versions_count > 2000, "{versions_count} versions listed");
+        assert!(
+            versions_unsure > 50 && versions_unsure < 1600,
+            "{versions_unsure} version listings undecided of 2000"
         );
     }
 
