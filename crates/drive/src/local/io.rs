@@ -703,26 +703,30 @@ impl Io {
 
     /// Writes a small file durably into place in one submission where the
     /// ring chains: create `tmp` (exclusive), write `data`, `fdatasync`,
-    /// close, rename onto `to`, then open, fsync and close `to`'s parent
-    /// directory `dir`. The same steps, in the same order, as the unchained
-    /// path; reports how far the chain got so the caller can finish (or
-    /// clean up) the long way.
+    /// close, with `make_dir` a `mkdir` of `to`'s parent directory `dir`,
+    /// rename onto `to`, then open, fsync and close `dir`. The steps of the
+    /// unchained path; reports how far the chain got so the caller can
+    /// finish (or clean up) the long way, and whether the `mkdir` made
+    /// `dir` (whose parent the caller must then sync).
     pub(crate) async fn write_small(
         &self,
         tmp: &str,
         data: Vec<u8>,
         to: &str,
         dir: &str,
-    ) -> Written {
+        make_dir: bool,
+    ) -> (Written, bool) {
         let Some(ring) = self.chaining() else {
-            return Written::NotCreated(data, None);
+            return (Written::NotCreated(data, None), false);
         };
         let Ok(len) = u32::try_from(data.len()) else {
-            return Written::NotCreated(data, None);
+            return (Written::NotCreated(data, None), false);
         };
-        let (tmp_c, to_c) = match (cstring(tmp), cstring(to)) {
-            (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => return Written::NotCreated(data, Some(e)),
+        let (tmp_c, to_c, dir_c) = match (cstring(tmp), cstring(to), cstring(dir)) {
+            (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                return (Written::NotCreated(data, Some(e)), false);
+            }
         };
         let flags = open_flags(OpenKind::CreateExclusive, false).bits() as i32;
         let chain = Chain::new()
@@ -739,25 +743,34 @@ impl Io {
                 len,
             })
             .then(Op::FsyncSlot { datasync: true })
-            .then(Op::CloseSlot)
-            .then(Op::RenameAt {
+            .then(Op::CloseSlot);
+        // Hard link: EEXIST (the usual answer) must not stop the rename.
+        let chain = if make_dir {
+            chain.always(Op::MkDirAt {
                 dir: self.root(),
-                from: tmp_c,
-                to: to_c,
-                flags: 0,
-            });
+                path: dir_c,
+                mode: DIR_MODE,
+            })
+        } else {
+            chain
+        };
+        let chain = chain.then(Op::RenameAt {
+            dir: self.root(),
+            from: tmp_c,
+            to: to_c,
+            flags: 0,
+        });
         let chain = match self.sync_dir_steps(chain, dir) {
             Ok(chain) => chain,
-            Err(e) => return Written::NotSynced(Some(e)),
+            Err(e) => return (Written::NotSynced(Some(e)), false),
         };
         let _change = self.blocking.ns.change();
-        let steps = match ring.submit_chain(chain).await {
-            Ok(steps) => steps,
+        match ring.submit_chain(chain).await {
+            Ok(steps) => written(steps, len),
             // The ring stopped: whether the tmp file exists is unknown;
             // the caller removes it and reports the error.
-            Err(e) => return Written::Failed("io_uring", Some(e), None),
-        };
-        written(steps, len)
+            Err(e) => (Written::Failed("io_uring", Some(e), None), false),
+        }
     }
 }
 
@@ -778,16 +791,6 @@ fn synced(open: i32, sync: i32) -> Synced {
     } else {
         Synced::Yes
     }
-}
-
-/// What [`Io::place_in_new_dir`] did.
-pub(crate) struct NewDirPlacement {
-    /// The `mkdir` (`EEXIST` when another writer made it first).
-    pub(crate) made: io::Result<()>,
-    pub(crate) parent_synced: Synced,
-    /// The rename (`ECANCELED` when it did not run).
-    pub(crate) renamed: io::Result<()>,
-    pub(crate) dir_synced: Synced,
 }
 
 /// What [`Io::read_small`] found.
@@ -812,88 +815,24 @@ pub(crate) enum Written {
     /// retries), or the ring stopped. The caller removes it; the data back
     /// if the ring gave it.
     Failed(&'static str, Option<io::Error>, Option<Vec<u8>>),
-    /// The data is durable in the temporary file; the rename failed (the
-    /// error: `ENOENT` when the target's parent does not exist) or did not
-    /// run (`ECANCELED`).
-    NotRenamed(io::Error),
+    /// The data is durable in the temporary file; the rename failed (for
+    /// instance, more than one level of the target's parents is missing)
+    /// or did not run.
+    NotRenamed,
     /// Renamed into place; the parent's fsync failed (`Some`) or its open
     /// failed and the sync did not run (`None`).
     NotSynced(Option<io::Error>),
     Done,
 }
 
-impl Io {
-    /// For a file whose target directory does not exist yet, one chain:
-    /// make directory `dir` (its parent `up` must exist), open, fsync and
-    /// close `up`, rename `from` onto `to` (in `dir`), open, fsync and
-    /// close `dir`. The steps of the long path (`mkdir`, parent sync,
-    /// rename, directory sync) in its order; `None` where the ring does not
-    /// chain. A failed step cancels the rest, except a failed `mkdir`,
-    /// after which the rename tells whether the directory is there.
-    pub(crate) async fn place_in_new_dir(
-        &self,
-        from: &str,
-        to: &str,
-        dir: &str,
-        up: &str,
-    ) -> Option<io::Result<NewDirPlacement>> {
-        let ring = self.chaining()?;
-        let chain = || -> io::Result<Chain> {
-            let chain = Chain::new().always(Op::MkDirAt {
-                dir: self.root(),
-                path: cstring(dir)?,
-                mode: DIR_MODE,
-            });
-            let chain = self.sync_dir_steps(chain, up)?.then(Op::RenameAt {
-                dir: self.root(),
-                from: cstring(from)?,
-                to: cstring(to)?,
-                flags: 0,
-            });
-            self.sync_dir_steps(chain, dir)
-        };
-        let chain = match chain() {
-            Ok(chain) => chain,
-            Err(e) => return Some(Err(e)),
-        };
-        let _change = self.blocking.ns.change();
-        let steps = match ring.submit_chain(chain).await {
-            Ok(steps) => steps,
-            Err(e) => return Some(Err(e)),
-        };
-        let r: Vec<i32> = steps.iter().map(|(r, _)| *r).collect();
-        let ok = |r: i32| {
-            if r < 0 {
-                Err(io::Error::from_raw_os_error(-r))
-            } else {
-                Ok(())
-            }
-        };
-        let [
-            made,
-            up_open,
-            up_sync,
-            _up_close,
-            renamed,
-            dir_open,
-            dir_sync,
-            _dir_close,
-        ] = r[..]
-        else {
-            return Some(Err(io::Error::other("ring returned another chain")));
-        };
-        Some(Ok(NewDirPlacement {
-            made: ok(made),
-            parent_synced: synced(up_open, up_sync),
-            renamed: ok(renamed),
-            dir_synced: synced(dir_open, dir_sync),
-        }))
-    }
-}
-
-/// Reads [`Io::write_small`]'s eight step results.
-fn written(steps: Vec<StepResult>, len: u32) -> Written {
-    let results: Vec<i32> = steps.iter().map(|(r, _)| *r).collect();
+/// Reads [`Io::write_small`]'s step results: what the chain got done, and
+/// whether its `mkdir` made the directory.
+fn written(steps: Vec<StepResult>, len: u32) -> (Written, bool) {
+    let mut results: Vec<i32> = steps.iter().map(|(r, _)| *r).collect();
+    let mkdir = steps
+        .iter()
+        .position(|(_, op)| matches!(op, Op::MkDirAt { .. }));
+    let made = mkdir.is_some_and(|i| results.remove(i) == 0);
     let data = steps.into_iter().find_map(|(_, op)| match op {
         Op::WriteSlot { buf, .. } => Some(buf.into_vec()),
         _ => None,
@@ -911,32 +850,30 @@ fn written(steps: Vec<StepResult>, len: u32) -> Written {
     ] = results[..]
     else {
         let e = io::Error::other("ring returned another chain");
-        return Written::Failed("io_uring", Some(e), data);
+        return (Written::Failed("io_uring", Some(e), data), made);
     };
-    if open < 0 {
-        return match data {
+    let written = if open < 0 {
+        match data {
             Some(data) => Written::NotCreated(data, Some(err(open))),
             None => Written::Failed("openat", Some(err(open)), None),
-        };
-    }
-    if write < 0 {
-        return Written::Failed("write", Some(err(write)), data);
-    }
-    if write.unsigned_abs() != len {
-        return Written::Failed("write", None, data);
-    }
-    if sync < 0 {
-        return Written::Failed("fdatasync", Some(err(sync)), data);
-    }
-    // A failed close of a synced file only cancelled the rename.
-    if rename < 0 {
-        return Written::NotRenamed(err(rename));
-    }
-    match synced(dir_open, dir_sync) {
-        Synced::Yes => Written::Done,
-        Synced::NotRun => Written::NotSynced(None),
-        Synced::Failed(e) => Written::NotSynced(Some(e)),
-    }
+        }
+    } else if write < 0 {
+        Written::Failed("write", Some(err(write)), data)
+    } else if write.unsigned_abs() != len {
+        Written::Failed("write", None, data)
+    } else if sync < 0 {
+        Written::Failed("fdatasync", Some(err(sync)), data)
+    } else if rename < 0 {
+        // (A failed close of a synced file only cancelled the rename.)
+        Written::NotRenamed
+    } else {
+        match synced(dir_open, dir_sync) {
+            Synced::Yes => Written::Done,
+            Synced::NotRun => Written::NotSynced(None),
+            Synced::Failed(e) => Written::NotSynced(Some(e)),
+        }
+    };
+    (written, made)
 }
 
 /// A chain step's result as an `io::Result` (`ECANCELED` for a step that

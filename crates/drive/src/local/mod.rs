@@ -6,6 +6,7 @@
 //! semantics; see the crate documentation for the backends and the fsync
 //! policy.
 
+mod dirsync;
 mod io;
 mod uring;
 mod walk;
@@ -20,7 +21,8 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{Mode, OFlags};
 use uuid::Uuid;
 
-use self::io::{Blocking, Fd, Io, IoBuf, OpenKind, SmallRead, Synced, Written};
+use self::dirsync::DirSyncs;
+use self::io::{Blocking, Fd, Io, IoBuf, OpenKind, SmallRead, Written};
 use self::uring::Uring;
 use crate::buf::{ALIGN, AlignedBuf, BufferPool, align_up};
 use crate::drive::{
@@ -161,6 +163,8 @@ struct Inner {
     staging: BufferPool,
     readahead: BufferPool,
     health: HealthTracker,
+    /// Group commit of the syncs of directories that got new entries.
+    dir_syncs: DirSyncs,
 }
 
 impl fmt::Debug for LocalDrive {
@@ -231,6 +235,7 @@ impl LocalDrive {
                 staging,
                 readahead,
                 health: HealthTracker::default(),
+                dir_syncs: DirSyncs::default(),
             }),
         })
     }
@@ -368,12 +373,19 @@ impl Inner {
         }
         let parents: HashSet<&str> = created.iter().map(|d| parent(d).unwrap_or("")).collect();
         for dir in parents {
-            self.io
-                .sync_dir(dir)
-                .await
-                .map_err(|e| self.map("fsync dir", Ctx::Write, e))?;
+            self.sync_new_entries(dir).await?;
         }
         Ok(())
+    }
+
+    /// Syncs directory `rel` after entries were made in it, grouped with
+    /// concurrent callers (one `fsync` started after all their changes
+    /// covers them all).
+    async fn sync_new_entries(&self, rel: &str) -> Result<()> {
+        self.dir_syncs
+            .sync(rel, || self.io.sync_dir(rel))
+            .await
+            .map_err(|e| self.map("fsync dir", Ctx::Write, e))
     }
 
     async fn sync_parent(&self, rel: &str) -> Result<()> {
@@ -707,24 +719,26 @@ impl Inner {
             });
         }
         let tmp = format!("{TMP_VOLUME}/{}", Uuid::new_v4());
-        let data = match self
-            .io
-            .write_small(&tmp, data, &rel, parent(&rel).unwrap_or(""))
-            .await
-        {
+        // A directory inside a volume is made in the chain when missing (a
+        // new object's); the volume itself never is.
+        let dir = parent(&rel).unwrap_or("");
+        let make_dir = dir != volume && !dir.is_empty();
+        let (written, made) = self.io.write_small(&tmp, data, &rel, dir, make_dir).await;
+        if made {
+            // The new directory's entry in its parent must be durable
+            // before the write is acknowledged, whatever happens next.
+            let synced = self.sync_new_entries(parent(dir).unwrap_or("")).await;
+            if let Err(e) = synced {
+                let _ = self.io.unlink(&tmp, false).await;
+                return Err(e);
+            }
+        }
+        let data = match written {
             Written::Done => return Ok(()),
             Written::NotSynced(Some(e)) => return Err(self.map("fsync dir", Ctx::Write, e)),
             Written::NotSynced(None) => return self.sync_parent(&rel).await,
-            Written::NotRenamed(e) => {
+            Written::NotRenamed => {
                 let result = async {
-                    // A new object's directory: made, synced and filled in
-                    // one more chain.
-                    let new_dir = parent(&rel).filter(|dir| *dir != volume);
-                    if let Some(dir) = new_dir.filter(|_| errno(&e) == libc::ENOENT)
-                        && self.rename_into_new_dir(&tmp, &rel, dir).await?
-                    {
-                        return Ok(());
-                    }
                     self.rename_into_place(&tmp, volume, &rel).await?;
                     self.sync_parent(&rel).await
                 }
@@ -792,40 +806,6 @@ impl Inner {
         drop(fd);
         self.rename_into_place(tmp, volume, rel).await?;
         self.sync_parent(rel).await
-    }
-
-    /// Makes `dir` (inside a volume), syncs its parent, renames `from` onto
-    /// `rel` in it and syncs it, in one ring chain. `Ok(false)` when that
-    /// did not get as far as the rename (no chains, the directory's parent
-    /// missing too): the caller goes on the long way, which creates every
-    /// missing level.
-    async fn rename_into_new_dir(&self, from: &str, rel: &str, dir: &str) -> Result<bool> {
-        let up = parent(dir).unwrap_or("");
-        let Some(placed) = self.io.place_in_new_dir(from, rel, dir, up).await else {
-            return Ok(false);
-        };
-        let placed = placed.map_err(|e| self.map("io_uring", Ctx::Write, e))?;
-        if placed.made.is_ok() {
-            // The new directory's entry must be durable before anything is
-            // put in it (the long path's mkdir_all does the same).
-            match placed.parent_synced {
-                Synced::Yes => {}
-                Synced::NotRun => self
-                    .io
-                    .sync_dir(up)
-                    .await
-                    .map_err(|e| self.map("fsync dir", Ctx::Write, e))?,
-                Synced::Failed(e) => return Err(self.map("fsync dir", Ctx::Write, e)),
-            }
-        }
-        if placed.renamed.is_err() {
-            return Ok(false);
-        }
-        match placed.dir_synced {
-            Synced::Yes => Ok(true),
-            Synced::NotRun => self.sync_parent(rel).await.map(|()| true),
-            Synced::Failed(e) => Err(self.map("fsync dir", Ctx::Write, e)),
-        }
     }
 
     /// rename(2) of a file onto `rel`, creating missing parents in `volume`.
