@@ -774,6 +774,20 @@ impl Io {
     }
 }
 
+/// What [`Io::rename_synced`] did.
+pub(crate) struct RenameSynced {
+    /// What `statx` said of the source before the rename.
+    pub(crate) src: io::Result<Stat>,
+    /// Whether the `mkdir` of the target's parent made it.
+    pub(crate) made: bool,
+    /// The rename (`ECANCELED` when it did not run).
+    pub(crate) renamed: io::Result<()>,
+    /// The sync of the target's parent.
+    pub(crate) parent_synced: Synced,
+    /// The sync of the target itself (a directory; `NotRun` for a file).
+    pub(crate) target_synced: Synced,
+}
+
 /// How a directory sync in a chain went.
 pub(crate) enum Synced {
     Yes,
@@ -823,6 +837,75 @@ pub(crate) enum Written {
     /// failed and the sync did not run (`None`).
     NotSynced(Option<io::Error>),
     Done,
+}
+
+impl Io {
+    /// A rename and the syncs that make it durable, in one chain: `statx`
+    /// of `from`, with `make_parent` a `mkdir` of `to`'s parent `dir`, the
+    /// rename, open, fsync and close of `dir`, then the same of `to` (which
+    /// only opens if it is a directory). `None` where the ring does not
+    /// chain. The `statx` and `mkdir` do not stop the chain (the rename
+    /// tells); a failed rename or sync stops it.
+    pub(crate) async fn rename_synced(
+        &self,
+        from: &str,
+        to: &str,
+        dir: &str,
+        make_parent: bool,
+    ) -> Option<io::Result<RenameSynced>> {
+        let ring = self.chaining()?;
+        let chain = || -> io::Result<Chain> {
+            let mut chain = Chain::new().always(Op::Statx {
+                dir: self.root(),
+                path: cstring(from)?,
+                flags: 0,
+                out: Box::new(MaybeUninit::zeroed()),
+            });
+            if make_parent {
+                chain = chain.always(Op::MkDirAt {
+                    dir: self.root(),
+                    path: cstring(dir)?,
+                    mode: DIR_MODE,
+                });
+            }
+            let chain = chain.then(Op::RenameAt {
+                dir: self.root(),
+                from: cstring(from)?,
+                to: cstring(to)?,
+                flags: 0,
+            });
+            let chain = self.sync_dir_steps(chain, dir)?;
+            self.sync_dir_steps(chain, to)
+        };
+        let chain = match chain() {
+            Ok(chain) => chain,
+            Err(e) => return Some(Err(e)),
+        };
+        let _change = self.blocking.ns.change();
+        let steps = match ring.submit_chain(chain).await {
+            Ok(steps) => steps,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut steps = steps.into_iter();
+        let src = match steps.next() {
+            Some((result, Op::Statx { out, .. })) if result >= 0 => Ok(uring::statx_result(&out)),
+            other => Err(step_result(other)
+                .err()
+                .unwrap_or_else(|| io::Error::other("statx"))),
+        };
+        let made = make_parent && steps.next().is_some_and(|(result, _)| result == 0);
+        let renamed = step_result(steps.next()).map(drop);
+        let mut result = || steps.next().map_or(-libc::ECANCELED, |(r, _)| r);
+        let (parent_open, parent_sync, _) = (result(), result(), result());
+        let (target_open, target_sync) = (result(), result());
+        Some(Ok(RenameSynced {
+            src,
+            made,
+            renamed,
+            parent_synced: synced(parent_open, parent_sync),
+            target_synced: synced(target_open, target_sync),
+        }))
+    }
 }
 
 /// Reads [`Io::write_small`]'s step results: what the chain got done, and

@@ -22,7 +22,7 @@ use rustix::fs::{Mode, OFlags};
 use uuid::Uuid;
 
 use self::dirsync::DirSyncs;
-use self::io::{Blocking, Fd, Io, IoBuf, OpenKind, SmallRead, Written};
+use self::io::{Blocking, Fd, Io, IoBuf, OpenKind, SmallRead, Synced, Written};
 use self::uring::Uring;
 use crate::buf::{ALIGN, AlignedBuf, BufferPool, align_up};
 use crate::drive::{
@@ -1003,6 +1003,14 @@ impl Inner {
     ) -> Result<()> {
         let src = path::join(src_volume, src_path)?;
         let dst = path::join(dst_volume, dst_path)?;
+        if src != dst
+            && let Some(dir) = parent(&dst)
+            && self
+                .rename_chained(&src, src_volume, &dst, dst_volume, dir)
+                .await?
+        {
+            return Ok(());
+        }
         let src_stat = match self.io.stat(&src).await {
             Ok(st) => st,
             Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
@@ -1064,6 +1072,55 @@ impl Inner {
                 .map_err(|e| self.map("fsync dir", Ctx::Write, e))?;
         }
         Ok(())
+    }
+
+    /// [`rename`](Self::rename) in one ring chain (source `statx`, the
+    /// parent made when missing, rename, syncs of the parent and of a
+    /// directory moved). `Ok(false)` when the rename did not happen that
+    /// way (no chains, a missing level further up, a non-empty target):
+    /// the caller takes the long path.
+    async fn rename_chained(
+        &self,
+        src: &str,
+        src_volume: &str,
+        dst: &str,
+        dst_volume: &str,
+        dir: &str,
+    ) -> Result<bool> {
+        // A volume is never made here.
+        let make_parent = dir != dst_volume;
+        let Some(done) = self.io.rename_synced(src, dst, dir, make_parent).await else {
+            return Ok(false);
+        };
+        let done = done.map_err(|e| self.map("io_uring", Ctx::Write, e))?;
+        if done.made {
+            self.sync_new_entries(parent(dir).unwrap_or("")).await?;
+        }
+        let src_stat = match done.src {
+            Ok(st) => st,
+            Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
+                return Err(self.not_found(src_volume).await);
+            }
+            Err(e) => return Err(self.map("statx", Ctx::Read, e)),
+        };
+        if done.renamed.is_err() {
+            return Ok(false);
+        }
+        let fsync_failed = |e| self.map("fsync dir", Ctx::Write, e);
+        match done.parent_synced {
+            Synced::Yes => {}
+            Synced::NotRun => self.sync_parent(dst).await?,
+            Synced::Failed(e) => return Err(fsync_failed(e)),
+        }
+        if src_stat.is_dir {
+            // Entries created inside the directory while it lived elsewhere.
+            match done.target_synced {
+                Synced::Yes => {}
+                Synced::NotRun => self.io.sync_dir(dst).await.map_err(fsync_failed)?,
+                Synced::Failed(e) => return Err(fsync_failed(e)),
+            }
+        }
+        Ok(true)
     }
 
     /// Puts directory `src` in place of the non-empty directory `dst`:
