@@ -912,6 +912,21 @@ async fn rename_data_dir_over_existing(kind: Kind) {
     let trash = d.list_dir(TRASH_VOLUME, "", 10).await.unwrap();
     assert_eq!(trash.len(), 1, "{trash:?}");
     assert_eq!(d.empty_trash(100).await.unwrap(), 1);
+    // New keys: one missing level under the volume, two; a source that is
+    // not there.
+    for (i, key) in ["fresh", "deep/er"].into_iter().enumerate() {
+        let data = pattern(20 + i as u64, 5000 + i);
+        stream_write(d, TMP_VOLUME, &format!("u{i}/dd/part.1"), &data, &[4096]).await;
+        d.rename(TMP_VOLUME, &format!("u{i}/dd"), "b", &format!("{key}/dd"))
+            .await
+            .unwrap();
+        let path = format!("{key}/dd/part.1");
+        assert_eq!(d.read_all("b", &path, 1 << 20).await.unwrap(), data);
+    }
+    assert!(matches!(
+        d.rename(TMP_VOLUME, "u9/dd", "b", "again2/dd").await,
+        Err(DriveError::FileNotFound)
+    ));
     assert!(d.list_dir(TRASH_VOLUME, "", 10).await.unwrap().is_empty());
 }
 

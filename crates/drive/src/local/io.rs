@@ -908,6 +908,45 @@ impl Io {
     }
 }
 
+impl Io {
+    /// Creates (or truncates) file `rel` for writing after making the
+    /// directories `dirs` (outermost first; `EEXIST` is fine), in one
+    /// chain. `None` where the ring does not chain, or when the open
+    /// failed (the caller takes the long path and reports what it finds).
+    pub(crate) async fn open_in_new_dirs(
+        &self,
+        rel: &str,
+        dirs: &[&str],
+        direct: bool,
+    ) -> Option<Fd> {
+        let ring = self.chaining()?;
+        if dirs.len() >= uring::MAX_CHAIN {
+            return None;
+        }
+        let mut chain = Chain::new();
+        for dir in dirs {
+            chain = chain.always(Op::MkDirAt {
+                dir: self.root(),
+                path: cstring(dir).ok()?,
+                mode: DIR_MODE,
+            });
+        }
+        let chain = chain.then(Op::OpenAt {
+            dir: self.root(),
+            path: cstring(rel).ok()?,
+            flags: open_flags(OpenKind::CreateTruncate, direct).bits() as i32,
+            mode: FILE_MODE,
+        });
+        let _change = self.blocking.ns.change();
+        let (raw, _) = ring.submit_chain(chain).await.ok()?.pop()?;
+        let fd = uring::owned_fd(u32::try_from(raw).ok()?).ok()?;
+        Some(Fd {
+            fd: Arc::new(fd),
+            direct,
+        })
+    }
+}
+
 /// Reads [`Io::write_small`]'s step results: what the chain got done, and
 /// whether its `mkdir` made the directory.
 fn written(steps: Vec<StepResult>, len: u32) -> (Written, bool) {

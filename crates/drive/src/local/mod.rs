@@ -132,6 +132,12 @@ impl LocalDriveConfig {
 /// Retries of an operation that raced with a concurrent parent cleanup
 /// (directory created, then removed by a delete before we used it).
 const RACE_RETRIES: usize = 4;
+/// Whether drive-relative `rel` is the temporary area or inside it.
+fn in_tmp(rel: &str) -> bool {
+    rel.strip_prefix(TMP_VOLUME)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// Bytes [`Drive::read_all`] reads in its first, chained attempt: the
 /// `xl.meta` of objects with inline data up to about 60 KiB (2+2) fits.
 const SMALL_READ_GUESS: usize = 32 << 10;
@@ -371,7 +377,15 @@ impl Inner {
                 Err(e) => return Err(self.map("mkdirat", Ctx::Write, e)),
             }
         }
-        let parents: HashSet<&str> = created.iter().map(|d| parent(d).unwrap_or("")).collect();
+        // Directories made inside the temporary area need no durable
+        // entry there: what is kept of it is moved out by a rename that
+        // syncs the moved directory and its new parent, and the area is
+        // emptied at start.
+        let parents: HashSet<&str> = created
+            .iter()
+            .map(|d| parent(d).unwrap_or(""))
+            .filter(|p| !in_tmp(p))
+            .collect();
         for dir in parents {
             self.sync_new_entries(dir).await?;
         }
@@ -848,7 +862,19 @@ impl Inner {
         }
         let direct = self.want_direct();
         let mut opened = None;
+        // A new upload's shard in the temporary area: its directories are
+        // made in the same chain as the file's open.
+        if volume == TMP_VOLUME {
+            let mut dirs: Vec<&str> = std::iter::successors(parent(&rel), |d| parent(d))
+                .take_while(|d| *d != TMP_VOLUME)
+                .collect();
+            dirs.reverse();
+            opened = self.io.open_in_new_dirs(&rel, &dirs, direct).await;
+        }
         for _ in 0..RACE_RETRIES {
+            if opened.is_some() {
+                break;
+            }
             match self.open_data(&rel, OpenKind::CreateTruncate, direct).await {
                 Ok(fd) => {
                     opened = Some(fd);
