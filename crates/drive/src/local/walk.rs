@@ -57,6 +57,7 @@ impl super::Inner {
             && let Some((page, since, dirs)) = self.serve_ahead(ahead, opts, after).await
         {
             ns.ahead_served.fetch_add(1, Ordering::Relaxed);
+            ns.ahead_unused.store(0, Ordering::Relaxed);
             self.walk_ahead(opts, &page, since, Some(dirs));
             return Ok(page);
         }
@@ -98,6 +99,17 @@ impl super::Inner {
         if !page.more || ns.generation() != since {
             return;
         }
+        // Walks ahead nobody took: after a few in a row, only one in
+        // `AHEAD_RETRY` starts (a client that pages slowly, or continues
+        // from elsewhere, does not pay a second walk per page).
+        if ns.ahead_unused.load(Ordering::Relaxed) >= AHEAD_UNUSED
+            && !ns
+                .ahead_skipped
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(AHEAD_RETRY)
+        {
+            return;
+        }
         if ns
             .ahead_running
             .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
@@ -106,7 +118,13 @@ impl super::Inner {
             return;
         }
         let start = last.name().to_owned();
-        let tail = page.entries[page.entries.len().saturating_sub(AHEAD_TAIL)..].to_vec();
+        let cut = page.entries.len().saturating_sub(AHEAD_TAIL);
+        let tail = page.entries[cut..].to_vec();
+        // Every entry after `floor` up to `start` is in `tail`.
+        let floor = match cut {
+            0 => opts.after.clone(),
+            _ => Some(page.entries[cut - 1].name().to_owned()),
+        };
         let next = WalkOptions {
             after: Some(start),
             ..opts.clone()
@@ -129,6 +147,7 @@ impl super::Inner {
             meta_head: opts.meta_head,
             meta_limit: opts.meta_limit,
             tail,
+            floor,
             since,
             dirs,
             born: Instant::now(),
@@ -237,7 +256,11 @@ fn dirs_unchanged(root: &OwnedFd, dirs: &[(String, Stamp)]) -> bool {
 /// Entries of a page kept with the walk ahead of the next one, so that a
 /// request continuing from one of them (the caller may have used fewer
 /// entries than it asked for) can still take it.
-const AHEAD_TAIL: usize = 8;
+const AHEAD_TAIL: usize = 32;
+/// Walks ahead dropped unused in a row after which they mostly stop.
+const AHEAD_UNUSED: u64 = 4;
+/// Then one walk ahead in this many starts.
+const AHEAD_RETRY: u64 = 8;
 /// Walks ahead kept per drive.
 const AHEAD_SLOTS: usize = 8;
 /// A walk ahead not taken within this time is dropped.
@@ -259,6 +282,9 @@ struct Ahead {
     /// The last entries of the page before (the walk ahead starts after
     /// the last one).
     tail: Vec<WalkEntry>,
+    /// Every entry of the page before that sorts after this (all of them
+    /// with `None`) is in `tail`.
+    floor: Option<String>,
     /// The generation read before the first read of `tail`.
     since: u64,
     /// Directories `tail` was read from, with their stamps then.
@@ -278,7 +304,7 @@ impl Drop for Ahead {
 
 impl Ahead {
     fn serves(&self, o: &WalkOptions, after: &str) -> bool {
-        let (Some(first), Some(last)) = (self.tail.first(), self.tail.last()) else {
+        let Some(last) = self.tail.last() else {
             return false;
         };
         self.volume == o.volume
@@ -286,7 +312,7 @@ impl Ahead {
             && self.delimiter == o.delimiter
             && self.meta_head == o.meta_head
             && self.meta_limit == o.meta_limit
-            && first.name() <= after
+            && self.floor.as_deref().is_none_or(|f| f <= after)
             && after <= last.name()
     }
 }
@@ -347,6 +373,10 @@ pub(crate) struct Namespace {
     ahead_running: AtomicUsize,
     /// Pages served by walks ahead (for tests).
     ahead_served: AtomicU64,
+    /// Walks ahead dropped without being taken since one was used.
+    ahead_unused: AtomicU64,
+    /// Walks ahead not started because of `ahead_unused`.
+    ahead_skipped: AtomicU64,
 }
 
 /// Marks a change to the drive's names: the generation moves when the
@@ -433,18 +463,27 @@ impl Namespace {
     /// the budget.
     fn put_ahead(&self, a: Ahead) {
         let mut slots = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
-        slots.retain(|s| s.born.elapsed() < AHEAD_MAX_AGE);
+        self.drop_expired(&mut slots);
         if slots.len() >= AHEAD_SLOTS {
             slots.remove(0);
+            self.ahead_unused.fetch_add(1, Ordering::Relaxed);
         }
         slots.push(a);
+    }
+
+    /// Drops the walks ahead too old to be taken, counting them unused.
+    fn drop_expired(&self, slots: &mut Vec<Ahead>) {
+        let before = slots.len();
+        slots.retain(|s| s.born.elapsed() < AHEAD_MAX_AGE);
+        self.ahead_unused
+            .fetch_add((before - slots.len()) as u64, Ordering::Relaxed);
     }
 
     /// Takes the walk ahead that may serve `o`, which continues after
     /// `after`.
     fn take_ahead(&self, o: &WalkOptions, after: &str) -> Option<Ahead> {
         let mut slots = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
-        slots.retain(|s| s.born.elapsed() < AHEAD_MAX_AGE);
+        self.drop_expired(&mut slots);
         let i = slots.iter().position(|s| s.serves(o, after))?;
         Some(slots.remove(i))
     }
@@ -876,15 +915,28 @@ mod tests {
                     got.entries, want.entries,
                     "{prefix:?} {delimiter:?} page {pages}"
                 );
+                let mut record = |names: &[WalkEntry]| {
+                    for e in names {
+                        if all.last().is_none_or(|l: &String| l.as_str() < e.name()) {
+                            all.push(e.name().to_owned());
+                        }
+                    }
+                };
                 if got.entries.is_empty() || !got.more {
                     assert!(!want.more, "{prefix:?} {delimiter:?} page {pages}");
-                    all.extend(got.entries.iter().map(|e| e.name().to_owned()));
+                    record(&got.entries);
                     break;
                 }
                 let back = if pages % 3 == 2 { pages % 4 } else { 0 };
                 let i = got.entries.len() - 1 - back.min(got.entries.len() - 1);
-                all.extend(got.entries[..=i].iter().map(|e| e.name().to_owned()));
-                after = Some(got.entries[i].name().to_owned());
+                record(&got.entries[..=i]);
+                let name = got.entries[i].name();
+                // Every fifth page continues from the name without its last
+                // character (as ListObjectVersions resumes at a key).
+                after = Some(match pages % 5 {
+                    4 => name[..name.len() - 1].to_owned(),
+                    _ => name.to_owned(),
+                });
                 pages += 1;
             }
             let whole = plain(&d, &opts(prefix, delimiter, None, 1_000_000)).await;
@@ -899,6 +951,38 @@ mod tests {
                 served(&d) - before
             );
         }
+    }
+
+    /// A client that continues from elsewhere than the end of its pages
+    /// (here: the first entry of each) never takes a walk ahead: after a
+    /// few are dropped unused, most are not started; once pages continue
+    /// from their end again, walks ahead serve them again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unused_walks_ahead_stop() {
+        let tmp = tempfile::tempdir().unwrap();
+        build(tmp.path(), 600);
+        let d = drive(tmp.path()).await;
+        let ns = Arc::clone(&d.inner.io.blocking.ns);
+        let mut after = Some("d/k00000".to_owned());
+        for page in 0..40 {
+            let o = opts("d/", None, after.as_deref(), 100);
+            let got = d.walk(&o).await.unwrap();
+            assert_eq!(got.entries, plain(&d, &o).await.entries, "page {page}");
+            // One step forward only.
+            after = Some(got.entries[1].name().to_owned());
+        }
+        assert_eq!(ns.ahead_served.load(Ordering::Relaxed), 0);
+        let skipped = ns.ahead_skipped.load(Ordering::Relaxed);
+        assert!(skipped >= 20, "{skipped} walks ahead skipped of 40");
+        let mut after = Some("d/k00000".to_owned());
+        for page in 0..20 {
+            let o = opts("d/", None, after.as_deref(), 10);
+            let got = d.walk(&o).await.unwrap();
+            assert_eq!(got.entries, plain(&d, &o).await.entries, "page {page}");
+            after = got.entries.last().map(|e| e.name().to_owned());
+        }
+        assert!(ns.ahead_served.load(Ordering::Relaxed) >= 5);
+        assert_eq!(ns.ahead_unused.load(Ordering::Relaxed), 0);
     }
 
     /// Between pages, keys in the next page are added and removed through
