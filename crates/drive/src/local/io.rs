@@ -425,19 +425,10 @@ impl Io {
     /// `statx` of a path (symbolic links followed).
     pub(crate) async fn stat(&self, rel: &str) -> io::Result<Stat> {
         match &self.uring {
-            Some(ring) => {
-                let out = Box::new(MaybeUninit::zeroed());
-                let op = Op::Statx {
-                    dir: self.root(),
-                    path: cstring(rel)?,
-                    flags: 0,
-                    out,
-                };
-                match ring.run_op(op).await? {
-                    (_, Op::Statx { out, .. }) => Ok(uring::statx_result(&out)),
-                    _ => Err(io::Error::other("ring returned another op")),
-                }
-            }
+            Some(ring) => match ring.run_op(self.statx_op(rel)?).await? {
+                (_, Op::Statx { out, .. }) => Ok(uring::statx_result(&out)),
+                _ => Err(io::Error::other("ring returned another op")),
+            },
             None => {
                 let rel = at_path(rel).to_owned();
                 self.blocking
@@ -481,14 +472,7 @@ impl Io {
     pub(crate) async fn mkdir(&self, rel: &str) -> io::Result<()> {
         let _change = self.blocking.ns.change();
         match &self.uring {
-            Some(ring) => ring
-                .run_op(Op::MkDirAt {
-                    dir: self.root(),
-                    path: cstring(rel)?,
-                    mode: DIR_MODE,
-                })
-                .await
-                .map(drop),
+            Some(ring) => ring.run_op(self.mkdir_op(rel)?).await.map(drop),
             None => {
                 let rel = rel.to_owned();
                 self.blocking
@@ -513,15 +497,10 @@ impl Io {
         };
         let _change = self.blocking.ns.change();
         match &self.uring {
-            Some(ring) => {
-                let op = Op::RenameAt {
-                    dir: self.root(),
-                    from: cstring(from)?,
-                    to: cstring(to)?,
-                    flags: flags.bits(),
-                };
-                ring.run_op(op).await.map(drop)
-            }
+            Some(ring) => ring
+                .run_op(self.rename_op(from, to, flags)?)
+                .await
+                .map(drop),
             None => {
                 let (from, to) = (from.to_owned(), to.to_owned());
                 self.blocking
@@ -576,6 +555,46 @@ impl Io {
         }
     }
 
+    /// `statx` of path `rel`, as a ring op.
+    fn statx_op(&self, rel: &str) -> io::Result<Op> {
+        Ok(Op::Statx {
+            dir: self.root(),
+            path: cstring(rel)?,
+            flags: 0,
+            out: Box::new(MaybeUninit::zeroed()),
+        })
+    }
+
+    /// `mkdir` of `rel`, as a ring op.
+    fn mkdir_op(&self, rel: &str) -> io::Result<Op> {
+        Ok(Op::MkDirAt {
+            dir: self.root(),
+            path: cstring(rel)?,
+            mode: DIR_MODE,
+        })
+    }
+
+    /// `renameat2` of `from` onto `to`, as a ring op.
+    fn rename_op(&self, from: &str, to: &str, flags: RenameFlags) -> io::Result<Op> {
+        Ok(Op::RenameAt {
+            dir: self.root(),
+            from: cstring(from)?,
+            to: cstring(to)?,
+            flags: flags.bits(),
+        })
+    }
+
+    /// Open of `rel` into a chain's file slot (not `O_DIRECT`).
+    fn open_slot_op(&self, rel: &str, kind: OpenKind) -> io::Result<Op> {
+        let creates = matches!(kind, OpenKind::CreateTruncate | OpenKind::CreateExclusive);
+        Ok(Op::OpenSlot {
+            dir: self.root(),
+            path: cstring(rel)?,
+            flags: open_flags(kind, false).bits() as i32,
+            mode: if creates { FILE_MODE } else { 0 },
+        })
+    }
+
     /// The ring, if it takes chains with slot ops.
     fn chaining(&self) -> Option<&Uring> {
         self.uring.as_ref().filter(|ring| ring.chains())
@@ -586,12 +605,7 @@ impl Io {
     /// thread closes what a chain leaves in its slot).
     fn sync_dir_steps(&self, chain: Chain, rel: &str) -> io::Result<Chain> {
         Ok(chain
-            .then(Op::OpenSlot {
-                dir: self.root(),
-                path: cstring(rel)?,
-                flags: open_flags(OpenKind::Directory, false).bits() as i32,
-                mode: 0,
-            })
+            .then(self.open_slot_op(rel, OpenKind::Directory)?)
             .then(Op::FsyncSlot { datasync: false })
             .then(Op::CloseSlot))
     }
@@ -616,18 +630,8 @@ impl Io {
         let read = match (&self.uring, self.chaining()) {
             (_, Some(ring)) => {
                 let chain = Chain::new()
-                    .always(Op::Statx {
-                        dir: self.root(),
-                        path: cstring(volume)?,
-                        flags: 0,
-                        out: Box::new(MaybeUninit::zeroed()),
-                    })
-                    .then(Op::OpenSlot {
-                        dir: self.root(),
-                        path: cstring(rel)?,
-                        flags: flags.bits() as i32,
-                        mode: 0,
-                    })
+                    .always(self.statx_op(volume)?)
+                    .then(self.open_slot_op(rel, OpenKind::Read)?)
                     // Hard link: a read that ends at end of file is "short"
                     // to the kernel, and the close must run anyway.
                     .always(Op::ReadSlot {
@@ -722,20 +726,24 @@ impl Io {
         let Ok(len) = u32::try_from(data.len()) else {
             return (Written::NotCreated(data, None), false);
         };
-        let (tmp_c, to_c, dir_c) = match (cstring(tmp), cstring(to), cstring(dir)) {
-            (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-                return (Written::NotCreated(data, Some(e)), false);
-            }
+        let steps = || -> io::Result<(Op, Option<Op>, Op)> {
+            let mkdir = if make_dir {
+                Some(self.mkdir_op(dir)?)
+            } else {
+                None
+            };
+            Ok((
+                self.open_slot_op(tmp, OpenKind::CreateExclusive)?,
+                mkdir,
+                self.rename_op(tmp, to, RenameFlags::empty())?,
+            ))
         };
-        let flags = open_flags(OpenKind::CreateExclusive, false).bits() as i32;
+        let (open, mkdir, rename) = match steps() {
+            Ok(steps) => steps,
+            Err(e) => return (Written::NotCreated(data, Some(e)), false),
+        };
         let chain = Chain::new()
-            .then(Op::OpenSlot {
-                dir: self.root(),
-                path: tmp_c.clone(),
-                flags,
-                mode: FILE_MODE,
-            })
+            .then(open)
             .then(Op::WriteSlot {
                 buf: IoBuf::Heap(data),
                 offset: 0,
@@ -745,21 +753,11 @@ impl Io {
             .then(Op::FsyncSlot { datasync: true })
             .then(Op::CloseSlot);
         // Hard link: EEXIST (the usual answer) must not stop the rename.
-        let chain = if make_dir {
-            chain.always(Op::MkDirAt {
-                dir: self.root(),
-                path: dir_c,
-                mode: DIR_MODE,
-            })
-        } else {
-            chain
+        let chain = match mkdir {
+            Some(mkdir) => chain.always(mkdir),
+            None => chain,
         };
-        let chain = chain.then(Op::RenameAt {
-            dir: self.root(),
-            from: tmp_c,
-            to: to_c,
-            flags: 0,
-        });
+        let chain = chain.then(rename);
         let chain = match self.sync_dir_steps(chain, dir) {
             Ok(chain) => chain,
             Err(e) => return (Written::NotSynced(Some(e)), false),
@@ -771,6 +769,92 @@ impl Io {
             // the caller removes it and reports the error.
             Err(e) => (Written::Failed("io_uring", Some(e), None), false),
         }
+    }
+
+    /// A rename and the syncs that make it durable, in one chain: `statx`
+    /// of `from`, with `make_parent` a `mkdir` of `to`'s parent `dir`, the
+    /// rename, open, fsync and close of `dir`, then the same of `to` (which
+    /// only opens if it is a directory). `None` where the ring does not
+    /// chain. The `statx` and `mkdir` do not stop the chain (the rename
+    /// tells); a failed rename or sync stops it.
+    pub(crate) async fn rename_synced(
+        &self,
+        from: &str,
+        to: &str,
+        dir: &str,
+        make_parent: bool,
+    ) -> Option<io::Result<RenameSynced>> {
+        let ring = self.chaining()?;
+        let chain = || -> io::Result<Chain> {
+            let mut chain = Chain::new().always(self.statx_op(from)?);
+            if make_parent {
+                chain = chain.always(self.mkdir_op(dir)?);
+            }
+            let chain = chain.then(self.rename_op(from, to, RenameFlags::empty())?);
+            let chain = self.sync_dir_steps(chain, dir)?;
+            self.sync_dir_steps(chain, to)
+        };
+        let chain = match chain() {
+            Ok(chain) => chain,
+            Err(e) => return Some(Err(e)),
+        };
+        let _change = self.blocking.ns.change();
+        let steps = match ring.submit_chain(chain).await {
+            Ok(steps) => steps,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut steps = steps.into_iter();
+        let src = match steps.next() {
+            Some((result, Op::Statx { out, .. })) if result >= 0 => Ok(uring::statx_result(&out)),
+            other => Err(step_result(other)
+                .err()
+                .unwrap_or_else(|| io::Error::other("statx"))),
+        };
+        let made = make_parent && steps.next().is_some_and(|(result, _)| result == 0);
+        let renamed = step_result(steps.next()).map(drop);
+        let mut result = || steps.next().map_or(-libc::ECANCELED, |(r, _)| r);
+        let (parent_open, parent_sync, _) = (result(), result(), result());
+        let (target_open, target_sync) = (result(), result());
+        Some(Ok(RenameSynced {
+            src,
+            made,
+            renamed,
+            parent_synced: synced(parent_open, parent_sync),
+            target_synced: synced(target_open, target_sync),
+        }))
+    }
+
+    /// Creates (or truncates) file `rel` for writing after making the
+    /// directories `dirs` (outermost first; `EEXIST` is fine), in one
+    /// chain. `None` where the ring does not chain, or when the open
+    /// failed (the caller takes the long path and reports what it finds).
+    pub(crate) async fn open_in_new_dirs(
+        &self,
+        rel: &str,
+        dirs: &[&str],
+        direct: bool,
+    ) -> Option<Fd> {
+        let ring = self.chaining()?;
+        if dirs.len() >= uring::MAX_CHAIN {
+            return None;
+        }
+        let mut chain = Chain::new();
+        for dir in dirs {
+            chain = chain.always(self.mkdir_op(dir).ok()?);
+        }
+        let chain = chain.then(Op::OpenAt {
+            dir: self.root(),
+            path: cstring(rel).ok()?,
+            flags: open_flags(OpenKind::CreateTruncate, direct).bits() as i32,
+            mode: FILE_MODE,
+        });
+        let _change = self.blocking.ns.change();
+        let (raw, _) = ring.submit_chain(chain).await.ok()?.pop()?;
+        let fd = uring::owned_fd(u32::try_from(raw).ok()?).ok()?;
+        Some(Fd {
+            fd: Arc::new(fd),
+            direct,
+        })
     }
 }
 
@@ -837,114 +921,6 @@ pub(crate) enum Written {
     /// failed and the sync did not run (`None`).
     NotSynced(Option<io::Error>),
     Done,
-}
-
-impl Io {
-    /// A rename and the syncs that make it durable, in one chain: `statx`
-    /// of `from`, with `make_parent` a `mkdir` of `to`'s parent `dir`, the
-    /// rename, open, fsync and close of `dir`, then the same of `to` (which
-    /// only opens if it is a directory). `None` where the ring does not
-    /// chain. The `statx` and `mkdir` do not stop the chain (the rename
-    /// tells); a failed rename or sync stops it.
-    pub(crate) async fn rename_synced(
-        &self,
-        from: &str,
-        to: &str,
-        dir: &str,
-        make_parent: bool,
-    ) -> Option<io::Result<RenameSynced>> {
-        let ring = self.chaining()?;
-        let chain = || -> io::Result<Chain> {
-            let mut chain = Chain::new().always(Op::Statx {
-                dir: self.root(),
-                path: cstring(from)?,
-                flags: 0,
-                out: Box::new(MaybeUninit::zeroed()),
-            });
-            if make_parent {
-                chain = chain.always(Op::MkDirAt {
-                    dir: self.root(),
-                    path: cstring(dir)?,
-                    mode: DIR_MODE,
-                });
-            }
-            let chain = chain.then(Op::RenameAt {
-                dir: self.root(),
-                from: cstring(from)?,
-                to: cstring(to)?,
-                flags: 0,
-            });
-            let chain = self.sync_dir_steps(chain, dir)?;
-            self.sync_dir_steps(chain, to)
-        };
-        let chain = match chain() {
-            Ok(chain) => chain,
-            Err(e) => return Some(Err(e)),
-        };
-        let _change = self.blocking.ns.change();
-        let steps = match ring.submit_chain(chain).await {
-            Ok(steps) => steps,
-            Err(e) => return Some(Err(e)),
-        };
-        let mut steps = steps.into_iter();
-        let src = match steps.next() {
-            Some((result, Op::Statx { out, .. })) if result >= 0 => Ok(uring::statx_result(&out)),
-            other => Err(step_result(other)
-                .err()
-                .unwrap_or_else(|| io::Error::other("statx"))),
-        };
-        let made = make_parent && steps.next().is_some_and(|(result, _)| result == 0);
-        let renamed = step_result(steps.next()).map(drop);
-        let mut result = || steps.next().map_or(-libc::ECANCELED, |(r, _)| r);
-        let (parent_open, parent_sync, _) = (result(), result(), result());
-        let (target_open, target_sync) = (result(), result());
-        Some(Ok(RenameSynced {
-            src,
-            made,
-            renamed,
-            parent_synced: synced(parent_open, parent_sync),
-            target_synced: synced(target_open, target_sync),
-        }))
-    }
-}
-
-impl Io {
-    /// Creates (or truncates) file `rel` for writing after making the
-    /// directories `dirs` (outermost first; `EEXIST` is fine), in one
-    /// chain. `None` where the ring does not chain, or when the open
-    /// failed (the caller takes the long path and reports what it finds).
-    pub(crate) async fn open_in_new_dirs(
-        &self,
-        rel: &str,
-        dirs: &[&str],
-        direct: bool,
-    ) -> Option<Fd> {
-        let ring = self.chaining()?;
-        if dirs.len() >= uring::MAX_CHAIN {
-            return None;
-        }
-        let mut chain = Chain::new();
-        for dir in dirs {
-            chain = chain.always(Op::MkDirAt {
-                dir: self.root(),
-                path: cstring(dir).ok()?,
-                mode: DIR_MODE,
-            });
-        }
-        let chain = chain.then(Op::OpenAt {
-            dir: self.root(),
-            path: cstring(rel).ok()?,
-            flags: open_flags(OpenKind::CreateTruncate, direct).bits() as i32,
-            mode: FILE_MODE,
-        });
-        let _change = self.blocking.ns.change();
-        let (raw, _) = ring.submit_chain(chain).await.ok()?.pop()?;
-        let fd = uring::owned_fd(u32::try_from(raw).ok()?).ok()?;
-        Some(Fd {
-            fd: Arc::new(fd),
-            direct,
-        })
-    }
 }
 
 /// Reads [`Io::write_small`]'s step results: what the chain got done, and
