@@ -753,8 +753,11 @@ fn run(mut ring: IoUring, files: bool, mut rx: mpsc::Receiver<Request>, shared: 
                 }
             }
             // The caller may have gone (deadline): the ops are dropped here,
-            // after the kernel is done with them.
-            let _ = in_flight.reply.send(Ok(in_flight.steps));
+            // after the kernel is done with them, and a descriptor an open
+            // gave nobody is closed.
+            if let Err(Ok(steps)) = in_flight.reply.send(Ok(in_flight.steps)) {
+                close_unclaimed(&steps);
+            }
         }
     };
 
@@ -807,6 +810,17 @@ fn run(mut ring: IoUring, files: bool, mut rx: mpsc::Receiver<Request>, shared: 
     // The ring is dropped last; the kernel cancels whatever was left.
 }
 
+/// Closes the descriptors that the chain's plain opens returned to a caller
+/// that is gone.
+fn close_unclaimed(steps: &[StepResult]) {
+    for (result, op) in steps {
+        if let (Op::OpenAt { .. }, Ok(raw)) = (op, u32::try_from(*result)) {
+            // Dropping the owned descriptor closes it.
+            let _ = owned_fd(raw);
+        }
+    }
+}
+
 /// Takes ownership of a descriptor the kernel returned from an io_uring
 /// OPENAT.
 pub(crate) fn owned_fd(raw: u32) -> io::Result<OwnedFd> {
@@ -820,6 +834,7 @@ pub(crate) fn owned_fd(raw: u32) -> io::Result<OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// A ring with chains, or `None` (said loudly) where the kernel refuses
     /// io_uring or its file table: the drive then runs without chains, and
@@ -960,6 +975,58 @@ mod tests {
         for task in tasks {
             task.await.unwrap();
         }
+    }
+
+    /// Descriptors of this process open on `file` (other tests running
+    /// alongside open their own files, never this one).
+    fn open_fds(file: &std::path::Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target == file)
+            .count()
+    }
+
+    /// Opens whose callers give up before the reply (a deadline) leave no
+    /// descriptor behind.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn opens_of_callers_that_gave_up_are_closed() {
+        let Some(ring) = ring(64).await else { return };
+        let ring = Arc::new(ring);
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("f"), b"x").unwrap();
+        let dir = dir_fd(tmp.path());
+        let open = || Op::OpenAt {
+            dir: Arc::clone(&dir),
+            path: CString::new("f").unwrap(),
+            flags: libc::O_RDONLY | libc::O_CLOEXEC,
+            mode: 0,
+        };
+        let file = tmp.path().join("f").canonicalize().unwrap();
+        assert_eq!(open_fds(&file), 0);
+        let mut given_up = 0;
+        for _ in 0..2000 {
+            // Polled once (submitted), then dropped if its reply is not
+            // there yet; a descriptor that did come back is closed here.
+            let mut submit = Box::pin(ring.submit(open()));
+            let polled =
+                std::future::poll_fn(|cx| std::task::Poll::Ready(submit.as_mut().poll(cx))).await;
+            match polled {
+                std::task::Poll::Pending => given_up += 1,
+                std::task::Poll::Ready(done) => drop(owned_fd(done.unwrap().0 as u32).unwrap()),
+            }
+        }
+        // Every op submitted before this NOP has completed after it.
+        for _ in 0..4 {
+            ring.submit(Op::Nop).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(given_up >= 20, "only {given_up} opens were given up");
+        let left = open_fds(&file);
+        assert_eq!(
+            left, 0,
+            "{left} descriptors left by {given_up} abandoned opens"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
