@@ -239,6 +239,18 @@ async fn volumes(kind: Kind) {
     assert_eq!(names, ["Mid"]);
 }
 
+/// Nothing but the trash left in the staging area.
+async fn assert_no_staging_leftovers(d: &LocalDrive) {
+    let leftovers: Vec<String> = d
+        .list_dir(TMP_VOLUME, "", 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|n| n != ".trash/")
+        .collect();
+    assert!(leftovers.is_empty(), "staging leftovers: {leftovers:?}");
+}
+
 async fn write_all_replaces_atomically(kind: Kind) {
     let env = open(kind).await;
     let d = Arc::new(env.drive.clone());
@@ -277,14 +289,7 @@ async fn write_all_replaces_atomically(kind: Kind) {
     d.write_all("b", "k/xl.meta", new.clone()).await.unwrap();
     assert_eq!(d.read_all("b", "k/xl.meta", 1 << 20).await.unwrap(), new);
     // Nothing left behind in the staging area.
-    let leftovers: Vec<String> = d
-        .list_dir(TMP_VOLUME, "", 100)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|n| n != ".trash/")
-        .collect();
-    assert!(leftovers.is_empty(), "staging leftovers: {leftovers:?}");
+    assert_no_staging_leftovers(&d).await;
     // Empty files are files too.
     d.write_all("b", "empty", Vec::new()).await.unwrap();
     assert!(d.read_all("b", "empty", 10).await.unwrap().is_empty());
@@ -362,14 +367,7 @@ async fn small_files_of_every_size(kind: Kind) {
         .await
         .unwrap();
     assert_eq!(d.read_all("b", "after/xl.meta", 10).await.unwrap(), [7; 10]);
-    let leftovers: Vec<String> = d
-        .list_dir(TMP_VOLUME, "", 100)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|n| n != ".trash/")
-        .collect();
-    assert!(leftovers.is_empty(), "staging leftovers: {leftovers:?}");
+    assert_no_staging_leftovers(d).await;
 }
 
 async fn small_file_errors(kind: Kind) {

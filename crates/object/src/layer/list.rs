@@ -422,6 +422,14 @@ enum Fast {
     Unsure,
 }
 
+/// Each drive's `xl.meta` journal, `None` where the drive lacks the key or
+/// its `xl.meta` does not decode (such a drive does not vote).
+fn journals(raw: &[Option<Vec<u8>>]) -> Vec<Option<Journal<'_>>> {
+    raw.iter()
+        .map(|r| r.as_deref().and_then(|b| Journal::decode(b).ok()))
+        .collect()
+}
+
 /// The latest version of `key` a read quorum of the set's drives agrees
 /// on, from each drive's raw `xl.meta` (`None`: the drive lacks the key).
 ///
@@ -440,10 +448,7 @@ enum Fast {
 /// than any quorum (see [`listing_drives`]).
 fn latest_fast(key: &str, raw: &[Option<Vec<u8>>], unread: usize) -> Fast {
     let n = raw.len();
-    let journals: Vec<Option<Journal<'_>>> = raw
-        .iter()
-        .map(|r| r.as_deref().and_then(|b| Journal::decode(b).ok()))
-        .collect();
+    let journals = journals(raw);
     let mut seen: BTreeMap<(i64, [u8; 16], [u8; 4]), Vec<usize>> = BTreeMap::new();
     for (i, j) in journals.iter().enumerate() {
         for e in j.iter().flat_map(|j| &j.entries) {
@@ -509,10 +514,7 @@ enum VersionsFast {
 /// none do not order the list, so the unread drives change nothing else.
 fn versions_fast(key: &str, raw: &[Option<Vec<u8>>], unread: usize) -> VersionsFast {
     let n = raw.len();
-    let journals: Vec<Option<Journal<'_>>> = raw
-        .iter()
-        .map(|r| r.as_deref().and_then(|b| Journal::decode(b).ok()))
-        .collect();
+    let journals = journals(raw);
     // (version id, mod time, signature) -> drives holding it.
     let mut seen: BTreeMap<([u8; 16], i64, [u8; 4]), Vec<usize>> = BTreeMap::new();
     for (i, j) in journals.iter().enumerate() {
