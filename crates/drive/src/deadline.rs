@@ -417,6 +417,10 @@ impl ShardWriter for DeadlineWriter {
         Box::pin(async move { self.shared.guard(self.inner.write(buf)).await })
     }
 
+    fn write_many(&mut self, bufs: Vec<AlignedBuf>) -> BoxFuture<'_, Result<Vec<AlignedBuf>>> {
+        Box::pin(async move { self.shared.guard(self.inner.write_many(bufs)).await })
+    }
+
     fn finish(self: Box<Self>) -> BoxFuture<'static, Result<u64>> {
         let DeadlineWriter { inner, shared } = *self;
         Box::pin(async move { shared.guard(inner.finish()).await })

@@ -142,6 +142,20 @@ pub type DirEntryName = String;
 pub trait ShardWriter: Send {
     /// Appends `buf[..]` to the file; returns the buffer (emptied) for reuse.
     fn write(&mut self, buf: AlignedBuf) -> BoxFuture<'_, Result<AlignedBuf>>;
+    /// Appends every buffer of `bufs`, in order, as calls of
+    /// [`write`](Self::write) one after the other would (same checks, same
+    /// poisoning); returns the buffers (emptied). A writer may need fewer
+    /// system calls for it: the local drive writes whole blocks of several
+    /// buffers with one `pwritev`.
+    fn write_many(&mut self, bufs: Vec<AlignedBuf>) -> BoxFuture<'_, Result<Vec<AlignedBuf>>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(bufs.len());
+            for buf in bufs {
+                out.push(self.write(buf).await?);
+            }
+            Ok(out)
+        })
+    }
     /// Writes what is staged, `fdatasync`s and closes the file, and checks
     /// the size announced to [`Drive::create_file`]. Returns the file size.
     fn finish(self: Box<Self>) -> BoxFuture<'static, Result<u64>>;

@@ -150,6 +150,7 @@ suite!(
     stream_reader_read_ahead,
     writer_size_checks,
     writer_whole_blocks_and_tails,
+    writer_many_buffers_at_once,
     dropped_writer_leaves_partial_file,
     direct_io_used_where_supported,
     direct_io_refusal_falls_back,
@@ -696,6 +697,72 @@ async fn writer_whole_blocks_and_tails(kind: Kind) {
     w.write(buf).await.unwrap();
     assert_eq!(w.finish().await.unwrap(), data.len() as u64);
     assert_eq!(d.read_all("b", "wb/stale", 1 << 20).await.unwrap(), data);
+}
+
+/// `write_many` gives the same file as one `write` per buffer, on every
+/// path: runs of whole blocks in one vectored write (also hundreds of
+/// buffers, and empty ones), a short last buffer after such a run, a batch
+/// behind a staged tail, unknown sizes, buffered files (any lengths in one
+/// vectored write); a batch past the announced size is refused as a
+/// `write` would refuse it.
+async fn writer_many_buffers_at_once(kind: Kind) {
+    let cases: [(bool, &[&[usize]]); 7] = [
+        (true, &[&[8192, 4096, 3 * 4096], &[4096, 5000]]),
+        (true, &[&[4096, 8192, 5000]]),
+        (false, &[&[100], &[4096, 4096], &[8192, 7]]),
+        (false, &[&[0, 4096, 0], &[], &[4096]]),
+        (true, &[&[4096; 300], &[4096, 1]]),
+        (true, &[&[5000, 4096, 4096]]),
+        (false, &[&[4096, 4096, 4096, 4096], &[10, 20, 30]]),
+    ];
+    for buffered in [false, true] {
+        let env = open_in(kind, &test_base(), |cfg| {
+            cfg.refuse_direct_io_for_tests = buffered;
+        })
+        .await;
+        let d = &env.drive;
+        d.make_volume("b").await.unwrap();
+        for (c, (announce, batches)) in cases.iter().enumerate() {
+            let total: usize = batches.iter().flat_map(|b| b.iter()).sum();
+            let data = pattern(70 + c as u64, total);
+            let path = format!("wm/{c}");
+            let mut w = d
+                .create_file("b", &path, announce.then_some(total as u64))
+                .await
+                .unwrap();
+            let mut off = 0;
+            for batch in batches.iter() {
+                let bufs: Vec<AlignedBuf> = batch
+                    .iter()
+                    .map(|&n| {
+                        off += n;
+                        aligned(&data[off - n..off])
+                    })
+                    .collect();
+                let back = w.write_many(bufs).await.unwrap();
+                assert_eq!(back.len(), batch.len(), "case {c}");
+                assert!(back.iter().all(|b| b.is_empty()), "case {c}");
+                assert_eq!(w.written(), off as u64, "case {c}");
+            }
+            if *announce {
+                assert!(matches!(
+                    w.write_many(vec![aligned(&[0; 4096]), aligned(&[0; 4096])])
+                        .await,
+                    Err(DriveError::SizeMismatch { .. })
+                ));
+            }
+            assert_eq!(w.finish().await.unwrap(), total as u64, "case {c}");
+            assert_eq!(
+                d.read_all("b", &path, 4 << 20).await.unwrap(),
+                data,
+                "case {c} batches {batches:?} buffered {buffered}"
+            );
+        }
+        if buffered {
+            let w = d.create_file("b", "wm/mode", None).await.unwrap();
+            assert_eq!(w.io_mode().unwrap(), IoMode::Buffered);
+        }
+    }
 }
 
 async fn dropped_writer_leaves_partial_file(kind: Kind) {

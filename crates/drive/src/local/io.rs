@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags, RenameFlags, StatxFlags};
 use tokio::sync::Semaphore;
 
-use super::uring::{self, Chain, Op, StepResult, Uring};
+use super::uring::{self, Chain, IoVecs, Op, StepResult, Uring};
 use super::walk::Namespace;
 use crate::buf::AlignedBuf;
 
@@ -140,6 +140,8 @@ pub(crate) enum OpenKind {
 }
 
 const FILE_MODE: u32 = 0o644;
+/// Most buffers in one vectored write (Linux's `UIO_MAXIOV`).
+pub(crate) const MAX_IOVECS: usize = 1024;
 const DIR_MODE: u32 = 0o755;
 
 fn open_flags(kind: OpenKind, direct: bool) -> OFlags {
@@ -353,6 +355,50 @@ impl Io {
                         let result =
                             rustix::io::pwrite(&*file, &buf.region()[start..start + len], offset);
                         Ok((buf, result.map_err(io::Error::from)))
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// One vectored write (`pwritev`) of every buffer's `len()` bytes, in
+    /// order, at `offset`; errors as for [`read_at`](Self::read_at). The
+    /// system call may write fewer bytes than asked for.
+    pub(crate) async fn write_vectored_at(
+        &self,
+        fd: &Fd,
+        bufs: Vec<AlignedBuf>,
+        offset: u64,
+    ) -> io::Result<(Vec<AlignedBuf>, io::Result<usize>)> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if bufs.is_empty() || bufs.len() > MAX_IOVECS || i32::try_from(total).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "vectored write: no buffers, too many, or too long",
+            ));
+        }
+        match &self.uring {
+            Some(ring) => {
+                let op = Op::Writev {
+                    fd: Arc::clone(&fd.fd),
+                    bufs,
+                    iov: IoVecs::default(),
+                    offset,
+                };
+                match ring.submit(op).await? {
+                    (result, Op::Writev { bufs, .. }) => Ok((bufs, ring_result(result))),
+                    _ => Err(io::Error::other("ring returned another op")),
+                }
+            }
+            None => {
+                let file = Arc::clone(&fd.fd);
+                self.blocking
+                    .run(move |_| {
+                        let slices: Vec<io::IoSlice<'_>> =
+                            bufs.iter().map(|b| io::IoSlice::new(b)).collect();
+                        let result = rustix::io::pwritev(&*file, &slices, offset);
+                        drop(slices);
+                        Ok((bufs, result.map_err(io::Error::from)))
                     })
                     .await
             }

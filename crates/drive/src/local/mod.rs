@@ -22,7 +22,7 @@ use rustix::fs::{Mode, OFlags};
 use uuid::Uuid;
 
 use self::dirsync::DirSyncs;
-use self::io::{Blocking, Fd, Io, IoBuf, OpenKind, SmallRead, Synced, Written};
+use self::io::{Blocking, Fd, Io, IoBuf, MAX_IOVECS, OpenKind, SmallRead, Synced, Written};
 use self::uring::Uring;
 use crate::buf::{ALIGN, AlignedBuf, BufferPool, align_up};
 use crate::drive::{
@@ -1595,11 +1595,9 @@ impl LocalWriter {
         self.fd.clone().ok_or(DriveError::Poisoned)
     }
 
-    async fn write_impl(&mut self, mut buf: AlignedBuf) -> Result<AlignedBuf> {
-        if self.poisoned {
-            return Err(DriveError::Poisoned);
-        }
-        let n = buf.len() as u64;
+    /// The bytes accepted once `n` more are: refused beyond the announced
+    /// size or the drive's file size limit.
+    fn check_size(&self, n: u64) -> Result<u64> {
         let total = self.accepted.saturating_add(n);
         if let Some(expected) = self.expected
             && total > expected
@@ -1615,6 +1613,15 @@ impl LocalWriter {
                 limit: self.inner.cfg.max_file_size,
             });
         }
+        Ok(total)
+    }
+
+    async fn write_impl(&mut self, mut buf: AlignedBuf) -> Result<AlignedBuf> {
+        if self.poisoned {
+            return Err(DriveError::Poisoned);
+        }
+        let n = buf.len() as u64;
+        let total = self.check_size(n)?;
         if n == 0 {
             return Ok(buf);
         }
@@ -1686,6 +1693,78 @@ impl LocalWriter {
         Ok(buf)
     }
 
+    /// [`write_impl`](Self::write_impl) for each buffer, except that a run
+    /// of two or more buffers that can go straight from the caller's memory
+    /// (whole blocks while direct, nothing staged) goes in one vectored
+    /// write; what that write leaves unwritten goes buffer by buffer.
+    async fn write_many_impl(&mut self, bufs: Vec<AlignedBuf>) -> Result<Vec<AlignedBuf>> {
+        let staged = self.staging.as_ref().map_or(0, |s| s.len());
+        let run = if self.direct && staged != 0 {
+            0
+        } else {
+            bufs.iter()
+                .take(MAX_IOVECS)
+                .take_while(|b| !self.direct || b.len().is_multiple_of(ALIGN))
+                .count()
+        };
+        let mut out = Vec::with_capacity(bufs.len());
+        let mut bufs = bufs.into_iter();
+        if run >= 2 && !self.poisoned {
+            let head: Vec<AlignedBuf> = bufs.by_ref().take(run).collect();
+            out = self.write_vectored(head).await?;
+        }
+        for buf in bufs {
+            out.push(self.write_impl(buf).await?);
+        }
+        Ok(out)
+    }
+
+    /// Writes `bufs` (each ready to go from its own memory) back to back
+    /// with one `pwritev`, finishing what it leaves with
+    /// [`Inner::write_full`] per buffer.
+    async fn write_vectored(&mut self, bufs: Vec<AlignedBuf>) -> Result<Vec<AlignedBuf>> {
+        let n: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+        let total = self.check_size(n)?;
+        // Cleared only if this call completes, as in `write_impl`.
+        self.poisoned = true;
+        let fd = self.fd()?;
+        let (bufs, result) = self
+            .inner
+            .io
+            .write_vectored_at(&fd, bufs, self.file_offset)
+            .await
+            .map_err(|e| self.inner.map("pwritev", Ctx::Write, e))?;
+        let mut skip = match result {
+            Ok(done) => done,
+            // Retried (or, for O_DIRECT refused, made buffered) per buffer.
+            Err(e) if matches!(errno(&e), libc::EINTR | libc::EAGAIN | libc::EINVAL) => 0,
+            Err(e) => return Err(self.inner.map("pwritev", Ctx::Write, e)),
+        };
+        let mut out = Vec::with_capacity(bufs.len());
+        let mut at = self.file_offset;
+        for buf in bufs {
+            let len = buf.len();
+            let mut buf = if skip >= len {
+                skip -= len;
+                buf
+            } else {
+                let back = self
+                    .inner
+                    .write_full(&fd, IoBuf::Aligned(buf), skip, len - skip, at + skip as u64)
+                    .await?;
+                skip = 0;
+                back.into_aligned().ok_or(DriveError::BackendStopped)?
+            };
+            at += len as u64;
+            buf.clear();
+            out.push(buf);
+        }
+        self.file_offset += n;
+        self.accepted = total;
+        self.poisoned = false;
+        Ok(out)
+    }
+
     async fn finish_impl(mut self) -> Result<u64> {
         if self.poisoned {
             return Err(DriveError::Poisoned);
@@ -1741,6 +1820,14 @@ impl ShardWriter for LocalWriter {
     fn write(&mut self, buf: AlignedBuf) -> BoxFuture<'_, Result<AlignedBuf>> {
         Box::pin(async move {
             let result = self.write_impl(buf).await;
+            self.inner.health.record(&result);
+            result
+        })
+    }
+
+    fn write_many(&mut self, bufs: Vec<AlignedBuf>) -> BoxFuture<'_, Result<Vec<AlignedBuf>>> {
+        Box::pin(async move {
+            let result = self.write_many_impl(bufs).await;
             self.inner.health.record(&result);
             result
         })

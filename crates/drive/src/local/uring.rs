@@ -40,6 +40,7 @@ use io_uring::{IoUring, Probe, opcode, squeue, types};
 use tokio::sync::{mpsc, oneshot};
 
 use super::io::{IoBuf, Stat};
+use crate::AlignedBuf;
 
 /// Largest channel bound accepted (larger configured values are clamped).
 const MAX_QUEUE_DEPTH: usize = 1 << 16;
@@ -49,10 +50,11 @@ const WAKE_TOKEN: u64 = u64::MAX;
 
 /// Opcodes the backend relies on; a kernel lacking any of them is refused at
 /// start (and `Backend::Auto` falls back to the thread pool).
-const REQUIRED_OPCODES: [(u8, &str); 10] = [
+const REQUIRED_OPCODES: [(u8, &str); 11] = [
     (opcode::Nop::CODE, "NOP"),
     (opcode::Read::CODE, "READ"),
     (opcode::Write::CODE, "WRITE"),
+    (opcode::Writev::CODE, "WRITEV"),
     (opcode::Fsync::CODE, "FSYNC"),
     (opcode::OpenAt::CODE, "OPENAT"),
     (opcode::Statx::CODE, "STATX"),
@@ -61,6 +63,17 @@ const REQUIRED_OPCODES: [(u8, &str); 10] = [
     (opcode::UnlinkAt::CODE, "UNLINKAT"),
     (opcode::MkDirAt::CODE, "MKDIRAT"),
 ];
+
+/// The iovec array of a [`Op::Writev`], filled when its SQE is built; it
+/// points into the same op's buffers.
+#[derive(Default)]
+pub(crate) struct IoVecs(Vec<libc::iovec>);
+
+// SAFETY: the raw pointers in the iovecs point into heap buffers owned by the
+// same `Op` (they move with it and are never read through by Rust code); only
+// the kernel reads them, while the op sits in the ring thread's in-flight
+// table. Sending the op to another thread sends its buffers with them.
+unsafe impl Send for IoVecs {}
 
 /// An operation and everything the kernel reads or writes while it runs.
 pub(crate) enum Op {
@@ -78,6 +91,14 @@ pub(crate) enum Op {
         offset: u64,
         start: usize,
         len: u32,
+    },
+    /// One write of several buffers back to back (`pwritev`): each
+    /// buffer's `len()` bytes, in order, from `offset`.
+    Writev {
+        fd: Arc<OwnedFd>,
+        bufs: Vec<AlignedBuf>,
+        iov: IoVecs,
+        offset: u64,
     },
     Fsync {
         fd: Arc<OwnedFd>,
@@ -196,6 +217,24 @@ impl Op {
             } => {
                 let ptr = buf.region_ptr().wrapping_add(*start);
                 opcode::Write::new(types::Fd(fd.as_raw_fd()), ptr, *len)
+                    .offset(*offset)
+                    .build()
+            }
+            Op::Writev {
+                fd,
+                bufs,
+                iov,
+                offset,
+            } => {
+                iov.0 = bufs
+                    .iter_mut()
+                    .map(|b| libc::iovec {
+                        iov_base: b.as_mut_ptr().cast(),
+                        iov_len: b.len(),
+                    })
+                    .collect();
+                let n = u32::try_from(iov.0.len()).unwrap_or(u32::MAX);
+                opcode::Writev::new(types::Fd(fd.as_raw_fd()), iov.0.as_ptr(), n)
                     .offset(*offset)
                     .build()
             }

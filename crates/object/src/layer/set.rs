@@ -611,8 +611,13 @@ impl ErasureSet {
             tasks.spawn(async move {
                 let r: std::result::Result<u64, DriveError> = async {
                     let mut w = drive.create_file(TMP_VOLUME, &path, expected).await?;
-                    while let Some(buf) = rx.recv().await {
-                        w.write(buf).await?;
+                    // Whatever queued up while the last write ran goes in
+                    // one (vectored) write.
+                    let mut batch = Vec::with_capacity(WRITE_QUEUE);
+                    while rx.recv_many(&mut batch, WRITE_QUEUE).await > 0 {
+                        // The written buffers go back to their pool here.
+                        batch = w.write_many(std::mem::take(&mut batch)).await?;
+                        batch.clear();
                     }
                     w.finish().await
                 }
