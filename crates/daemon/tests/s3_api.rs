@@ -518,6 +518,65 @@ async fn delete_objects_quiet_and_verbose() {
     assert_eq!(left.key_count(), Some(0));
 }
 
+/// Bytes of the regular files under `dir`.
+fn disk_bytes(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let meta = entry.metadata().unwrap();
+        total += if meta.is_dir() {
+            disk_bytes(&entry.path())
+        } else {
+            meta.len()
+        };
+    }
+    total
+}
+
+/// The space of replaced and deleted objects comes back while the server
+/// runs: their data goes to each drive's trash, which the drive empties
+/// soon after by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replaced_and_deleted_data_leaves_the_drives() {
+    let srv = Server::start(4);
+    let c = srv.client();
+    c.create_bucket().bucket("space").send().await.unwrap();
+    for seed in 0..3 {
+        c.put_object()
+            .bucket("space")
+            .key("big")
+            .body(ByteStream::from(data(6 << 20, seed)))
+            .send()
+            .await
+            .unwrap();
+    }
+    let stored: u64 = srv.dirs.iter().map(|d| disk_bytes(d)).sum();
+    assert!(stored > 3 << 20, "{stored} bytes: where did the object go?");
+    c.delete_object()
+        .bucket("space")
+        .key("big")
+        .send()
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left: u64 = srv.dirs.iter().map(|d| disk_bytes(d)).sum();
+        let trash: usize = srv
+            .dirs
+            .iter()
+            .map(|d| std::fs::read_dir(d.join(".minio.sys/tmp/.trash")).map_or(0, |r| r.count()))
+            .sum();
+        // What stays: format.json, the bucket's metadata.
+        if trash == 0 && left < 256 << 10 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} bytes and {trash} trash entries left on the drives after 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_object() {
     let srv = Server::start(4);

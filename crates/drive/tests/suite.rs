@@ -67,6 +67,11 @@ async fn open(kind: Kind) -> Env {
     open_in(kind, &test_base(), |_| {}).await
 }
 
+/// For tests that look into the trash and empty it themselves.
+fn no_background_trash(cfg: &mut LocalDriveConfig) {
+    cfg.background_trash = false;
+}
+
 /// Deterministic bytes (xorshift), different per seed.
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -159,6 +164,7 @@ suite!(
     rename_data_dir_over_existing,
     delete_removes_empty_parents,
     delete_recursive_and_trash,
+    trash_emptied_in_background,
     list_dir_order_and_limit,
     path_traversal_rejected,
     format_lifecycle,
@@ -947,7 +953,7 @@ async fn rename_files_and_dirs(kind: Kind) {
 }
 
 async fn rename_data_dir_over_existing(kind: Kind) {
-    let env = open(kind).await;
+    let env = open_in(kind, &test_base(), no_background_trash).await;
     let d = &env.drive;
     d.make_volume("b").await.unwrap();
     d.make_volume(TMP_VOLUME).await.unwrap();
@@ -1033,7 +1039,7 @@ async fn delete_removes_empty_parents(kind: Kind) {
 }
 
 async fn delete_recursive_and_trash(kind: Kind) {
-    let env = open(kind).await;
+    let env = open_in(kind, &test_base(), no_background_trash).await;
     let d = &env.drive;
     d.make_volume("b").await.unwrap();
     for i in 0..5 {
@@ -1060,6 +1066,50 @@ async fn delete_recursive_and_trash(kind: Kind) {
     d.write_all(TMP_VOLUME, "stale2", vec![1]).await.unwrap();
     assert_eq!(env.drive.clean_tmp(100).await.unwrap(), 2);
     assert_eq!(d.list_dir(TMP_VOLUME, "", 10).await.unwrap(), [".trash/"]);
+}
+
+/// What deletions and replacements put in the trash is removed from the
+/// disk by the drive itself, soon after, while it keeps serving.
+async fn trash_emptied_in_background(kind: Kind) {
+    let env = open(kind).await;
+    let d = &env.drive;
+    d.make_volume("b").await.unwrap();
+    let big = pattern(3, 1 << 20);
+    for i in 0..150 {
+        d.write_all("b", &format!("p/o{i}/dd/part.1"), big[..4096 + i].to_vec())
+            .await
+            .unwrap();
+    }
+    stream_write(d, "b", "q/dd/part.1", &big, &[1 << 20]).await;
+    // More entries than one pass removes, a streamed file, a file.
+    for i in 0..150 {
+        d.delete("b", &format!("p/o{i}"), true).await.unwrap();
+    }
+    d.move_to_trash("b", "q/dd/part.1").await.unwrap();
+    let trash = env.root().join(".minio.sys/tmp/.trash");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = std::fs::read_dir(&trash).unwrap().count();
+        if left == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} entries still in the trash"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The drive serves on, and later deletions are removed too.
+    d.write_all("b", "r/x", vec![1]).await.unwrap();
+    d.delete("b", "r", true).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::fs::read_dir(&trash).unwrap().count() != 0 {
+        assert!(std::time::Instant::now() < deadline, "second deletion kept");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Only what was deleted is gone (move_to_trash leaves the parents).
+    assert_eq!(d.list_dir("b", "", 10).await.unwrap(), ["q/"]);
+    assert_eq!(d.list_dir("b", "q", 10).await.unwrap(), ["dd/"]);
 }
 
 async fn list_dir_order_and_limit(kind: Kind) {

@@ -16,9 +16,11 @@ use std::fmt;
 use std::io as stdio;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use rustix::fs::{Mode, OFlags};
+use tokio::sync::Notify;
 use uuid::Uuid;
 
 use self::dirsync::DirSyncs;
@@ -91,6 +93,11 @@ pub struct LocalDriveConfig {
     pub max_readahead_buffers: usize,
     /// Most names [`Drive::list_dir`] returns, whatever the caller asks.
     pub max_list_entries: usize,
+    /// Empty the trash (`.minio.sys/tmp/.trash`, where deleted and replaced
+    /// data goes) in the background: right after deletions, and once a
+    /// minute for what earlier runs or other processes left.
+    /// Without it, only [`Drive::empty_trash`] frees that space.
+    pub background_trash: bool,
     /// Test hook: behave as if the file system refused `O_DIRECT` at open
     /// (`EINVAL`), to exercise the buffered fallback on any file system.
     #[doc(hidden)]
@@ -114,6 +121,7 @@ impl Default for LocalDriveConfig {
             readahead_bytes: 1 << 20,
             max_readahead_buffers: 256,
             max_list_entries: 1_000_000,
+            background_trash: true,
             refuse_direct_io_for_tests: false,
         }
     }
@@ -171,6 +179,41 @@ struct Inner {
     health: HealthTracker,
     /// Group commit of the syncs of directories that got new entries.
     dir_syncs: DirSyncs,
+    /// Wakes the background trash emptier (see
+    /// [`LocalDriveConfig::background_trash`]).
+    trash_wake: Arc<Notify>,
+}
+
+/// Trash entries removed per pass of the background emptier; passes repeat
+/// (yielding in between) while they come back full.
+const TRASH_BATCH: usize = 64;
+
+/// How often the background emptier looks at the trash unasked.
+const TRASH_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The background trash emptier of one drive: a pass after every wake-up
+/// (a deletion) or [`TRASH_INTERVAL`]; ends once the drive is dropped.
+async fn empty_trash_in_background(drive: Weak<Inner>, wake: Arc<Notify>) {
+    loop {
+        loop {
+            let Some(inner) = drive.upgrade() else {
+                return;
+            };
+            let result = inner.empty_trash(TRASH_BATCH).await;
+            match result {
+                Ok(n) if n >= TRASH_BATCH => {}
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(root = %inner.root.display(), error = %e, "emptying the trash failed; retrying later");
+                    break;
+                }
+            }
+            drop(inner);
+            tokio::task::yield_now().await;
+        }
+        // A wake-up while the pass ran is kept (as a permit) by `Notify`.
+        let _ = tokio::time::timeout(TRASH_INTERVAL, wake.notified()).await;
+    }
 }
 
 impl fmt::Debug for LocalDrive {
@@ -230,20 +273,27 @@ impl LocalDrive {
         tracing::info!(root = %root.display(), backend = %kind, "drive opened");
         let staging = BufferPool::new(cfg.staging_bytes, cfg.max_staging_buffers.max(1), 8)?;
         let readahead = BufferPool::new(cfg.readahead_bytes, cfg.max_readahead_buffers.max(1), 8)?;
-        Ok(LocalDrive {
-            inner: Arc::new(Inner {
-                root,
-                io: Io { blocking, uring },
-                direct_ok: AtomicBool::new(cfg.direct_io),
-                cfg,
-                kind,
-                id: Mutex::new(None),
-                staging,
-                readahead,
-                health: HealthTracker::default(),
-                dir_syncs: DirSyncs::default(),
-            }),
-        })
+        let background_trash = cfg.background_trash;
+        let inner = Arc::new(Inner {
+            root,
+            io: Io { blocking, uring },
+            direct_ok: AtomicBool::new(cfg.direct_io),
+            cfg,
+            kind,
+            id: Mutex::new(None),
+            staging,
+            readahead,
+            health: HealthTracker::default(),
+            dir_syncs: DirSyncs::default(),
+            trash_wake: Arc::new(Notify::new()),
+        });
+        if background_trash {
+            tokio::spawn(empty_trash_in_background(
+                Arc::downgrade(&inner),
+                Arc::clone(&inner.trash_wake),
+            ));
+        }
+        Ok(LocalDrive { inner })
     }
 
     /// The backend in use.
@@ -544,7 +594,10 @@ impl Inner {
         let target = format!("{TRASH_VOLUME}/{}", Uuid::new_v4());
         for _ in 0..RACE_RETRIES {
             match self.io.rename(rel, &target, false).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.trash_wake.notify_one();
+                    return Ok(());
+                }
                 Err(e) if errno(&e) == libc::ENOENT => {
                     // Either the source is gone or the trash is missing.
                     match self.io.stat(rel).await {
