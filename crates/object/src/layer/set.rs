@@ -55,8 +55,12 @@ pub const MAX_XL_META: u64 = 32 << 20;
 const READ_AHEAD_BLOCKS: usize = 2;
 /// Record buffers out at once per buffer size (beyond it reads allocate).
 const MAX_READ_BUFS: usize = 1024;
-/// Record buffers kept for reuse per buffer size.
-const IDLE_READ_BUFS: usize = 32;
+/// Record buffers kept for reuse per buffer size (PUTs take theirs from the
+/// same pool). Eight 16 MiB PUTs hold about 200 at once: with 32 kept, most
+/// of the rest were freed and allocated (and zeroed) again as the load
+/// moved; 160 cut the server CPU per byte by 1.06x-1.16x for about 50 MiB
+/// more kept at rest (201 MiB after the load against 149, MinIO 270).
+const IDLE_READ_BUFS: usize = 160;
 /// Buffer sizes pooled per set (objects of unusual block sizes allocate).
 const MAX_READ_POOLS: usize = 4;
 /// Shard blocks queued per drive writer (back-pressure).
