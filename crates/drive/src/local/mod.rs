@@ -191,28 +191,35 @@ const TRASH_BATCH: usize = 64;
 /// How often the background emptier looks at the trash unasked.
 const TRASH_INTERVAL: Duration = Duration::from_secs(60);
 
+/// After a pass of the background emptier that took `t`, it rests
+/// `t * TRASH_REST` (at most [`TRASH_MAX_REST`]): removing a large trash
+/// (a bucket's worth of deletions) takes at most a quarter of one thread
+/// and of the drive, and leaves the rest to the requests being served.
+const TRASH_REST: u32 = 3;
+const TRASH_MAX_REST: Duration = Duration::from_secs(1);
+
 /// The background trash emptier of one drive: a pass after every wake-up
 /// (a deletion) or [`TRASH_INTERVAL`]; ends once the drive is dropped.
 async fn empty_trash_in_background(drive: Weak<Inner>, wake: Arc<Notify>) {
     loop {
-        loop {
-            let Some(inner) = drive.upgrade() else {
-                return;
-            };
-            let result = inner.empty_trash(TRASH_BATCH).await;
-            match result {
-                Ok(n) if n >= TRASH_BATCH => {}
-                Ok(_) => break,
-                Err(e) => {
-                    tracing::warn!(root = %inner.root.display(), error = %e, "emptying the trash failed; retrying later");
-                    break;
-                }
+        let Some(inner) = drive.upgrade() else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        let more = match inner.empty_trash(TRASH_BATCH).await {
+            Ok(n) => n >= TRASH_BATCH,
+            Err(e) => {
+                tracing::warn!(root = %inner.root.display(), error = %e, "emptying the trash failed; retrying later");
+                false
             }
-            drop(inner);
-            tokio::task::yield_now().await;
+        };
+        drop(inner);
+        let rest = started.elapsed().saturating_mul(TRASH_REST);
+        tokio::time::sleep(rest.min(TRASH_MAX_REST)).await;
+        if !more {
+            // A deletion since the pass started left a permit: no wait.
+            let _ = tokio::time::timeout(TRASH_INTERVAL, wake.notified()).await;
         }
-        // A wake-up while the pass ran is kept (as a permit) by `Notify`.
-        let _ = tokio::time::timeout(TRASH_INTERVAL, wake.notified()).await;
     }
 }
 
