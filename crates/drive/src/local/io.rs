@@ -238,6 +238,48 @@ impl Blocking {
 pub(crate) struct Io {
     pub(crate) blocking: Blocking,
     pub(crate) uring: Option<Uring>,
+    pub(crate) scratch: Scratch,
+}
+
+/// Most idle buffers a [`Scratch`] keeps.
+const MAX_IDLE_SCRATCH: usize = 64;
+
+/// Buffers of one size for the first read of [`Io::read_small`], kept for
+/// reuse: the read lands in one and the bytes read are copied out, so a
+/// file of a few KiB costs a copy of its length, not the zeroing of a
+/// guess-sized buffer (and the caller keeps an exact-size `Vec`).
+pub(crate) struct Scratch {
+    size: usize,
+    idle: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl Scratch {
+    pub(crate) fn new(size: usize) -> Scratch {
+        Scratch {
+            size,
+            idle: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A buffer of `len` initialised bytes (stale content, from the pool,
+    /// when `len` is the pool's size).
+    fn take(&self, len: usize) -> Vec<u8> {
+        if len == self.size
+            && let Some(buf) = self.idle.lock().ok().and_then(|mut idle| idle.pop())
+        {
+            return buf;
+        }
+        vec![0; len]
+    }
+
+    fn put(&self, buf: Vec<u8>) {
+        if buf.len() == self.size
+            && let Ok(mut idle) = self.idle.lock()
+            && idle.len() < MAX_IDLE_SCRATCH
+        {
+            idle.push(buf);
+        }
+    }
 }
 
 impl Io {
@@ -681,7 +723,7 @@ impl Io {
                     // Hard link: a read that ends at end of file is "short"
                     // to the kernel, and the close must run anyway.
                     .always(Op::ReadSlot {
-                        buf: IoBuf::Heap(vec![0; cap]),
+                        buf: IoBuf::Heap(self.scratch.take(cap)),
                         offset: 0,
                         start: 0,
                         len,
@@ -714,12 +756,13 @@ impl Io {
                     other => other?,
                 };
                 let (buf, n) = self
-                    .read_at(&fd, IoBuf::Heap(vec![0; cap]), 0, 0, cap)
+                    .read_at(&fd, IoBuf::Heap(self.scratch.take(cap)), 0, 0, cap)
                     .await?;
                 (buf.into_vec(), n)
             }
             (None, None) => {
                 let rel = at_path(rel).to_owned();
+                let mut buf = self.scratch.take(cap);
                 let opened = self
                     .blocking
                     .run(move |root| {
@@ -727,7 +770,6 @@ impl Io {
                             Ok(fd) => fd,
                             Err(e) => return Ok(Err(io::Error::from(e))),
                         };
-                        let mut buf = vec![0; cap];
                         let n = rustix::io::read(&fd, &mut buf).map_err(io::Error::from);
                         Ok(Ok((buf, n)))
                     })
@@ -738,17 +780,17 @@ impl Io {
                 }
             }
         };
-        match read {
-            (mut data, Ok(n)) if n < cap => {
-                data.truncate(n);
-                Ok(SmallRead::Whole(data))
-            }
-            (_, Ok(_)) => Ok(SmallRead::Longer),
-            (_, Err(e)) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) => {
+        let (buf, n) = read;
+        let result = match n {
+            Ok(n) if n < cap => Ok(SmallRead::Whole(buf[..n].to_vec())),
+            Ok(_) => Ok(SmallRead::Longer),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) => {
                 Ok(SmallRead::Longer)
             }
-            (_, Err(e)) => Err(e),
-        }
+            Err(e) => Err(e),
+        };
+        self.scratch.put(buf);
+        result
     }
 
     /// Writes a small file durably into place in one submission where the

@@ -24,7 +24,9 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use self::dirsync::DirSyncs;
-use self::io::{Blocking, Fd, Io, IoBuf, MAX_IOVECS, OpenKind, SmallRead, Synced, Written};
+use self::io::{
+    Blocking, Fd, Io, IoBuf, MAX_IOVECS, OpenKind, Scratch, SmallRead, Synced, Written,
+};
 use self::uring::Uring;
 use crate::buf::{ALIGN, AlignedBuf, BufferPool, align_up};
 use crate::drive::{
@@ -283,7 +285,11 @@ impl LocalDrive {
         let background_trash = cfg.background_trash;
         let inner = Arc::new(Inner {
             root,
-            io: Io { blocking, uring },
+            io: Io {
+                blocking,
+                uring,
+                scratch: Scratch::new(SMALL_READ_GUESS),
+            },
             direct_ok: AtomicBool::new(cfg.direct_io),
             cfg,
             kind,
@@ -358,6 +364,7 @@ async fn start_ring(
     let probe = Io {
         blocking: blocking.clone(),
         uring: Some(ring),
+        scratch: Scratch::new(0),
     };
     let stat = probe.stat("").await?;
     if !stat.is_dir {
