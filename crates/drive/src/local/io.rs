@@ -140,9 +140,9 @@ pub(crate) enum OpenKind {
 }
 
 const FILE_MODE: u32 = 0o644;
+const DIR_MODE: u32 = 0o755;
 /// Most buffers in one vectored write (Linux's `UIO_MAXIOV`).
 pub(crate) const MAX_IOVECS: usize = 1024;
-const DIR_MODE: u32 = 0o755;
 
 fn open_flags(kind: OpenKind, direct: bool) -> OFlags {
     let mut flags = OFlags::CLOEXEC

@@ -187,7 +187,7 @@ struct Inner {
 }
 
 /// Trash entries removed per pass of the background emptier; passes repeat
-/// (yielding in between) while they come back full.
+/// (each after its rest) while they come back full.
 const TRASH_BATCH: usize = 64;
 
 /// How often the background emptier looks at the trash unasked.
