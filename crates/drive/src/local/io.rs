@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags, RenameFlags, StatxFlags};
 use tokio::sync::Semaphore;
 
-use super::uring::{self, Chain, IoVecs, Op, StepResult, Uring};
+use super::uring::{self, Chain, File, IoVecs, Op, StepResult, Uring};
 use super::walk::Namespace;
 use crate::buf::AlignedBuf;
 
@@ -338,7 +338,7 @@ impl Io {
         match &self.uring {
             Some(ring) => {
                 let op = Op::Read {
-                    fd: Arc::clone(&fd.fd),
+                    file: File::Fd(Arc::clone(&fd.fd)),
                     buf,
                     offset,
                     start,
@@ -379,7 +379,7 @@ impl Io {
         match &self.uring {
             Some(ring) => {
                 let op = Op::Write {
-                    fd: Arc::clone(&fd.fd),
+                    file: File::Fd(Arc::clone(&fd.fd)),
                     buf,
                     offset,
                     start,
@@ -452,7 +452,7 @@ impl Io {
         match &self.uring {
             Some(ring) => ring
                 .run_op(Op::Fsync {
-                    fd: Arc::clone(&fd.fd),
+                    file: File::Fd(Arc::clone(&fd.fd)),
                     datasync: data_only,
                 })
                 .await
@@ -694,7 +694,10 @@ impl Io {
     fn sync_dir_steps(&self, chain: Chain, rel: &str) -> io::Result<Chain> {
         Ok(chain
             .then(self.open_slot_op(rel, OpenKind::Directory)?)
-            .then(Op::FsyncSlot { datasync: false })
+            .then(Op::Fsync {
+                file: File::Slot,
+                datasync: false,
+            })
             .then(Op::CloseSlot))
     }
 
@@ -722,7 +725,8 @@ impl Io {
                     .then(self.open_slot_op(rel, OpenKind::Read)?)
                     // Hard link: a read that ends at end of file is "short"
                     // to the kernel, and the close must run anyway.
-                    .always(Op::ReadSlot {
+                    .always(Op::Read {
+                        file: File::Slot,
                         buf: IoBuf::Heap(self.scratch.take(cap)),
                         offset: 0,
                         start: 0,
@@ -744,9 +748,7 @@ impl Io {
                     other => other?,
                 };
                 match steps.next() {
-                    Some((result, Op::ReadSlot { buf, .. })) => {
-                        (buf.into_vec(), ring_result(result))
-                    }
+                    Some((result, Op::Read { buf, .. })) => (buf.into_vec(), ring_result(result)),
                     _ => return Err(io::Error::other("ring returned another op")),
                 }
             }
@@ -832,13 +834,17 @@ impl Io {
         };
         let chain = Chain::new()
             .then(open)
-            .then(Op::WriteSlot {
+            .then(Op::Write {
+                file: File::Slot,
                 buf: IoBuf::Heap(data),
                 offset: 0,
                 start: 0,
                 len,
             })
-            .then(Op::FsyncSlot { datasync: true })
+            .then(Op::Fsync {
+                file: File::Slot,
+                datasync: true,
+            })
             .then(Op::CloseSlot);
         // Hard link: EEXIST (the usual answer) must not stop the rename.
         let chain = match mkdir {
@@ -1020,7 +1026,7 @@ fn written(steps: Vec<StepResult>, len: u32) -> (Written, bool) {
         .position(|(_, op)| matches!(op, Op::MkDirAt { .. }));
     let made = mkdir.is_some_and(|i| results.remove(i) == 0);
     let data = steps.into_iter().find_map(|(_, op)| match op {
-        Op::WriteSlot { buf, .. } => Some(buf.into_vec()),
+        Op::Write { buf, .. } => Some(buf.into_vec()),
         _ => None,
     });
     let err = |r: i32| io::Error::from_raw_os_error(-r);

@@ -75,18 +75,45 @@ pub(crate) struct IoVecs(Vec<libc::iovec>);
 // table. Sending the op to another thread sends its buffers with them.
 unsafe impl Send for IoVecs {}
 
+/// The file a read, write or sync works on.
+pub(crate) enum File {
+    /// A descriptor, kept open by the op while the kernel uses it.
+    Fd(Arc<OwnedFd>),
+    /// The file open in the chain's fixed file slot (only in a [`Chain`],
+    /// after an [`Op::OpenSlot`]).
+    Slot,
+}
+
+/// Builds an SQE for `file`: `$target` is bound to the descriptor
+/// (`types::Fd`) or to the chain's slot (`types::Fixed`), whose types
+/// differ, in `$build`.
+macro_rules! on_file {
+    ($file:expr, $slot:expr, $target:ident => $build:expr) => {
+        match $file {
+            File::Fd(fd) => {
+                let $target = types::Fd(fd.as_raw_fd());
+                $build
+            }
+            File::Slot => {
+                let $target = types::Fixed($slot);
+                $build
+            }
+        }
+    };
+}
+
 /// An operation and everything the kernel reads or writes while it runs.
 pub(crate) enum Op {
     Nop,
     Read {
-        fd: Arc<OwnedFd>,
+        file: File,
         buf: IoBuf,
         offset: u64,
         start: usize,
         len: u32,
     },
     Write {
-        fd: Arc<OwnedFd>,
+        file: File,
         buf: IoBuf,
         offset: u64,
         start: usize,
@@ -100,8 +127,9 @@ pub(crate) enum Op {
         iov: IoVecs,
         offset: u64,
     },
+    /// `fsync`, or `fdatasync` with `datasync`.
     Fsync {
-        fd: Arc<OwnedFd>,
+        file: File,
         datasync: bool,
     },
     Fallocate {
@@ -145,24 +173,6 @@ pub(crate) enum Op {
         flags: i32,
         mode: u32,
     },
-    /// A read from the file open in the chain's slot.
-    ReadSlot {
-        buf: IoBuf,
-        offset: u64,
-        start: usize,
-        len: u32,
-    },
-    /// A write to the file open in the chain's slot.
-    WriteSlot {
-        buf: IoBuf,
-        offset: u64,
-        start: usize,
-        len: u32,
-    },
-    /// `fsync`/`fdatasync` of the file open in the chain's slot.
-    FsyncSlot {
-        datasync: bool,
-    },
     /// Closes the file open in the chain's slot.
     CloseSlot,
 }
@@ -181,9 +191,18 @@ impl Op {
         matches!(
             self,
             Op::OpenSlot { .. }
-                | Op::ReadSlot { .. }
-                | Op::WriteSlot { .. }
-                | Op::FsyncSlot { .. }
+                | Op::Read {
+                    file: File::Slot,
+                    ..
+                }
+                | Op::Write {
+                    file: File::Slot,
+                    ..
+                }
+                | Op::Fsync {
+                    file: File::Slot,
+                    ..
+                }
                 | Op::CloseSlot
         )
     }
@@ -197,28 +216,28 @@ impl Op {
         match self {
             Op::Nop => opcode::Nop::new().build(),
             Op::Read {
-                fd,
+                file,
                 buf,
                 offset,
                 start,
                 len,
             } => {
                 let ptr = buf.region_ptr().wrapping_add(*start);
-                opcode::Read::new(types::Fd(fd.as_raw_fd()), ptr, *len)
+                on_file!(file, slot, target => opcode::Read::new(target, ptr, *len)
                     .offset(*offset)
-                    .build()
+                    .build())
             }
             Op::Write {
-                fd,
+                file,
                 buf,
                 offset,
                 start,
                 len,
             } => {
                 let ptr = buf.region_ptr().wrapping_add(*start);
-                opcode::Write::new(types::Fd(fd.as_raw_fd()), ptr, *len)
+                on_file!(file, slot, target => opcode::Write::new(target, ptr, *len)
                     .offset(*offset)
-                    .build()
+                    .build())
             }
             Op::Writev {
                 fd,
@@ -238,9 +257,11 @@ impl Op {
                     .offset(*offset)
                     .build()
             }
-            Op::Fsync { fd, datasync } => opcode::Fsync::new(types::Fd(fd.as_raw_fd()))
+            Op::Fsync { file, datasync } => {
+                on_file!(file, slot, target => opcode::Fsync::new(target)
                 .flags(fsync_flags(*datasync))
-                .build(),
+                .build())
+            }
             Op::Fallocate { fd, mode, len } => {
                 opcode::Fallocate::new(types::Fd(fd.as_raw_fd()), *len)
                     .mode(*mode)
@@ -312,31 +333,6 @@ impl Op {
                     .file_index(target)
                     .build()
             }
-            Op::ReadSlot {
-                buf,
-                offset,
-                start,
-                len,
-            } => {
-                let ptr = buf.region_ptr().wrapping_add(*start);
-                opcode::Read::new(types::Fixed(slot), ptr, *len)
-                    .offset(*offset)
-                    .build()
-            }
-            Op::WriteSlot {
-                buf,
-                offset,
-                start,
-                len,
-            } => {
-                let ptr = buf.region_ptr().wrapping_add(*start);
-                opcode::Write::new(types::Fixed(slot), ptr, *len)
-                    .offset(*offset)
-                    .build()
-            }
-            Op::FsyncSlot { datasync } => opcode::Fsync::new(types::Fixed(slot))
-                .flags(fsync_flags(*datasync))
-                .build(),
             Op::CloseSlot => opcode::Close::new(types::Fixed(slot)).build(),
         }
     }
@@ -495,7 +491,8 @@ impl Uring {
                 flags: libc::O_RDONLY,
                 mode: 0,
             })
-            .always(Op::ReadSlot {
+            .always(Op::Read {
+                file: File::Slot,
                 buf: IoBuf::Heap(vec![0; 8]),
                 offset: 0,
                 start: 0,
@@ -909,7 +906,8 @@ mod tests {
     }
 
     fn read_slot(len: usize) -> Op {
-        Op::ReadSlot {
+        Op::Read {
+            file: File::Slot,
             buf: IoBuf::Heap(vec![0; len]),
             offset: 0,
             start: 0,
@@ -924,7 +922,7 @@ mod tests {
     fn read_data(steps: &[StepResult]) -> Vec<u8> {
         let (n, op) = &steps[1];
         match op {
-            Op::ReadSlot { buf, .. } => buf.region()[..*n as usize].to_vec(),
+            Op::Read { buf, .. } => buf.region()[..*n as usize].to_vec(),
             _ => panic!("not a read"),
         }
     }
