@@ -422,7 +422,7 @@ impl Io {
         match &self.uring {
             Some(ring) => {
                 let op = Op::Writev {
-                    fd: Arc::clone(&fd.fd),
+                    file: File::Fd(Arc::clone(&fd.fd)),
                     bufs,
                     iov: IoVecs::default(),
                     offset,
@@ -439,7 +439,6 @@ impl Io {
                         let slices: Vec<io::IoSlice<'_>> =
                             bufs.iter().map(|b| io::IoSlice::new(b)).collect();
                         let result = rustix::io::pwritev(&*file, &slices, offset);
-                        drop(slices);
                         Ok((bufs, result.map_err(io::Error::from)))
                     })
                     .await

@@ -1774,12 +1774,14 @@ impl LocalWriter {
                 .take_while(|b| !self.direct || b.len().is_multiple_of(ALIGN))
                 .count()
         };
-        let mut out = Vec::with_capacity(bufs.len());
+        let n = bufs.len();
         let mut bufs = bufs.into_iter();
-        if run >= 2 && !self.poisoned {
-            let head: Vec<AlignedBuf> = bufs.by_ref().take(run).collect();
-            out = self.write_vectored(head).await?;
-        }
+        let mut out = if run >= 2 {
+            self.write_vectored(bufs.by_ref().take(run).collect())
+                .await?
+        } else {
+            Vec::with_capacity(n)
+        };
         for buf in bufs {
             out.push(self.write_impl(buf).await?);
         }
@@ -1790,6 +1792,9 @@ impl LocalWriter {
     /// with one `pwritev`, finishing what it leaves with
     /// [`Inner::write_full`] per buffer.
     async fn write_vectored(&mut self, bufs: Vec<AlignedBuf>) -> Result<Vec<AlignedBuf>> {
+        if self.poisoned {
+            return Err(DriveError::Poisoned);
+        }
         let n: u64 = bufs.iter().map(|b| b.len() as u64).sum();
         let total = self.check_size(n)?;
         // Cleared only if this call completes, as in `write_impl`.

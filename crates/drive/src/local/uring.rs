@@ -122,7 +122,7 @@ pub(crate) enum Op {
     /// One write of several buffers back to back (`pwritev`): each
     /// buffer's `len()` bytes, in order, from `offset`.
     Writev {
-        fd: Arc<OwnedFd>,
+        file: File,
         bufs: Vec<AlignedBuf>,
         iov: IoVecs,
         offset: u64,
@@ -199,6 +199,10 @@ impl Op {
                     file: File::Slot,
                     ..
                 }
+                | Op::Writev {
+                    file: File::Slot,
+                    ..
+                }
                 | Op::Fsync {
                     file: File::Slot,
                     ..
@@ -240,7 +244,7 @@ impl Op {
                     .build())
             }
             Op::Writev {
-                fd,
+                file,
                 bufs,
                 iov,
                 offset,
@@ -253,9 +257,9 @@ impl Op {
                     })
                     .collect();
                 let n = u32::try_from(iov.0.len()).unwrap_or(u32::MAX);
-                opcode::Writev::new(types::Fd(fd.as_raw_fd()), iov.0.as_ptr(), n)
+                on_file!(file, slot, target => opcode::Writev::new(target, iov.0.as_ptr(), n)
                     .offset(*offset)
-                    .build()
+                    .build())
             }
             Op::Fsync { file, datasync } => {
                 on_file!(file, slot, target => opcode::Fsync::new(target)
