@@ -157,9 +157,7 @@ impl<D: Drive + ?Sized + 'static> DeadlineDrive<D> {
     /// Probes the drive now (whether or not it is offline) and brings it
     /// back online if the probe succeeds.
     pub async fn probe_now(&self) -> Result<()> {
-        let result = probe(&*self.inner, &self.shared.cfg).await;
-        settle_probe(&self.shared, &result);
-        result
+        run_probe(&*self.inner, &self.shared).await
     }
 
     async fn guard<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
@@ -194,23 +192,49 @@ impl<D: Drive + ?Sized + 'static> DeadlineDrive<D> {
         let inner = Arc::clone(&self.inner);
         let shared = Arc::clone(&self.shared);
         runtime.spawn(async move {
-            let result = probe(&*inner, &shared.cfg).await;
-            settle_probe(&shared, &result);
+            let _ = run_probe(&*inner, &shared).await;
         });
     }
 }
 
-async fn probe<D: Drive + ?Sized>(drive: &D, cfg: &DeadlineConfig) -> Result<()> {
+/// Probes the drive, settles its health on the outcome, and then removes
+/// the probe's file if a failed probe may have left it behind.
+async fn run_probe<D: Drive + ?Sized>(drive: &D, shared: &Shared) -> Result<()> {
+    let name = format!("probe-{}", Uuid::new_v4());
+    let wrote = AtomicBool::new(false);
+    let result = probe(drive, &shared.cfg, &name, &wrote).await;
+    settle_probe(shared, &result);
+    if result.is_err() && wrote.load(Ordering::SeqCst) {
+        // The deadline may have cut the probe short after its write reached
+        // the drive (a slow fsync on a busy machine is enough), and a write
+        // abandoned mid-flight can still land. Remove the file, allowing a
+        // slow drive more time than one operation: health is already
+        // settled, so nothing waits on this.
+        let bound = shared.cfg.op_timeout.saturating_mul(PROBE_CLEANUP_TIMEOUTS);
+        let _ = tokio::time::timeout(bound, drive.delete(TMP_VOLUME, &name, false)).await;
+    }
+    result
+}
+
+/// How many operation timeouts the removal of a failed probe's file may take.
+const PROBE_CLEANUP_TIMEOUTS: u32 = 4;
+
+async fn probe<D: Drive + ?Sized>(
+    drive: &D,
+    cfg: &DeadlineConfig,
+    name: &str,
+    wrote: &AtomicBool,
+) -> Result<()> {
     let attempt = async {
         drive.disk_info().await?;
-        let name = format!("probe-{}", Uuid::new_v4());
+        wrote.store(true, Ordering::SeqCst);
         drive
-            .write_all(TMP_VOLUME, &name, PROBE_CONTENT.to_vec())
+            .write_all(TMP_VOLUME, name, PROBE_CONTENT.to_vec())
             .await?;
         let back = drive
-            .read_all(TMP_VOLUME, &name, PROBE_CONTENT.len() as u64)
+            .read_all(TMP_VOLUME, name, PROBE_CONTENT.len() as u64)
             .await;
-        let deleted = drive.delete(TMP_VOLUME, &name, false).await;
+        let deleted = drive.delete(TMP_VOLUME, name, false).await;
         if back? != PROBE_CONTENT {
             return Err(DriveError::Io {
                 op: "probe",

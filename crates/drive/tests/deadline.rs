@@ -20,6 +20,8 @@ enum Mode {
     Normal,
     Hang,
     FailIo,
+    /// `read_all` hangs; everything else runs normally.
+    HangReads,
 }
 
 /// Forwards to a real drive, or hangs until the mode changes, or fails
@@ -32,18 +34,23 @@ struct FlakyDrive {
 }
 
 async fn wait_mode(mode: &watch::Sender<Mode>) -> Result<()> {
+    wait_mode_for(mode, false).await
+}
+
+async fn wait_mode_for(mode: &watch::Sender<Mode>, whole_file_read: bool) -> Result<()> {
     let mut changes = mode.subscribe();
     loop {
         let current = *changes.borrow_and_update();
         match current {
             Mode::Normal => return Ok(()),
+            Mode::HangReads if !whole_file_read => return Ok(()),
             Mode::FailIo => {
                 return Err(DriveError::Io {
                     op: "flaky",
                     source: std::io::Error::from_raw_os_error(EIO),
                 });
             }
-            Mode::Hang => {
+            Mode::Hang | Mode::HangReads => {
                 if changes.changed().await.is_err() {
                     std::future::pending::<()>().await;
                 }
@@ -68,10 +75,18 @@ impl FlakyDrive {
     }
 
     fn gate<'a, T: Send + 'a>(&'a self, fut: BoxFuture<'a, Result<T>>) -> BoxFuture<'a, Result<T>> {
+        self.gate_for(fut, false)
+    }
+
+    fn gate_for<'a, T: Send + 'a>(
+        &'a self,
+        fut: BoxFuture<'a, Result<T>>,
+        whole_file_read: bool,
+    ) -> BoxFuture<'a, Result<T>> {
         Box::pin(async move {
             // Counted when the operation runs, not when its future is built.
             self.calls.fetch_add(1, Ordering::SeqCst);
-            wait_mode(&self.mode).await?;
+            wait_mode_for(&self.mode, whole_file_read).await?;
             fut.await
         })
     }
@@ -137,7 +152,7 @@ impl Drive for FlakyDrive {
         path: &'a str,
         limit: u64,
     ) -> BoxFuture<'a, Result<Vec<u8>>> {
-        self.gate(self.inner.read_all(volume, path, limit))
+        self.gate_for(self.inner.read_all(volume, path, limit), true)
     }
     fn write_all<'a>(
         &'a self,
@@ -379,7 +394,41 @@ async fn offline_after_repeated_timeouts_then_back_online() {
     }
     assert_eq!(drive.health().state, DriveState::Online);
     assert_eq!(drive.health().consecutive_failures, 0);
-    // The probe cleaned up after itself.
+    // The probes cleaned up after themselves, including one the deadline
+    // cut short after its write (which a busy machine can cause), whose
+    // removal runs after the probe has settled.
+    no_probe_files_left(&flaky.inner).await;
+}
+
+/// Waits (up to 5 s) until no probe file is left in the drive's tmp area.
+async fn no_probe_files_left(drive: &LocalDrive) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let tmp = drive.list_dir(".minio.sys/tmp", "", 100).await.unwrap();
+        if tmp.iter().all(|name| !name.starts_with("probe-")) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "probe files left: {tmp:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_cut_short_after_its_write_removes_its_file() {
+    let dir = tempdir();
+    let flaky = Arc::new(FlakyDrive::new(local(&dir, "d").await));
+    let drive = DeadlineDrive::new(Arc::clone(&flaky), cfg(100, 1, 60_000));
+    flaky.set(Mode::FailIo);
+    assert!(drive.stat_file("b", "obj/xl.meta").await.is_err());
+    assert!(drive.is_offline());
+    // The probe's write lands, its read-back hangs past the deadline.
+    flaky.set(Mode::HangReads);
+    assert!(matches!(
+        drive.probe_now().await,
+        Err(DriveError::Timeout(_))
+    ));
+    assert!(drive.is_offline());
+    // probe_now returns after the removal: nothing left, no polling needed.
     let tmp = flaky
         .inner
         .list_dir(".minio.sys/tmp", "", 100)
@@ -389,6 +438,10 @@ async fn offline_after_repeated_timeouts_then_back_online() {
         tmp.iter().all(|name| !name.starts_with("probe-")),
         "{tmp:?}"
     );
+    flaky.set(Mode::Normal);
+    drive.probe_now().await.unwrap();
+    assert!(!drive.is_offline());
+    no_probe_files_left(&flaky.inner).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
