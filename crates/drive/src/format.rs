@@ -36,6 +36,14 @@ pub const META_VOLUME: &str = ".minio.sys";
 pub const TMP_VOLUME: &str = ".minio.sys/tmp";
 /// Deferred deletion: renamed here, emptied later.
 pub const TRASH_VOLUME: &str = ".minio.sys/tmp/.trash";
+/// Where [`Drive::write_all`] stages its files: [`SPREAD_DIRS`]
+/// subdirectories `00`, `01`, .. taken in turn, created when first needed
+/// (a local drive's `write_all` on ext4 spreads them over the block groups;
+/// see `LocalDrive`). Like everything in [`TMP_VOLUME`] but the trash, it
+/// holds only files in flight and is removed at start.
+pub const SPREAD_VOLUME: &str = ".minio.sys/tmp/.spread";
+/// Number of staging subdirectories in [`SPREAD_VOLUME`].
+pub const SPREAD_DIRS: usize = 32;
 /// Multipart uploads in flight.
 pub const MULTIPART_VOLUME: &str = ".minio.sys/multipart";
 /// Bucket metadata.

@@ -9,6 +9,7 @@
 //! <root>/.minio.sys/format.json            deployment id, set layout, this drive
 //! <root>/.minio.sys/tmp/                   staging of files in flight
 //! <root>/.minio.sys/tmp/.trash/            deferred deletion (emptied in the background)
+//! <root>/.minio.sys/tmp/.spread/NN/        staging of small files (write_all)
 //! <root>/.minio.sys/multipart/             uploads in flight
 //! <root>/.minio.sys/buckets/               bucket metadata
 //! <root>/<bucket>/<key>/xl.meta            object metadata

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use drive::format::{FORMAT_FILE, META_VOLUME, META_VOLUMES, TMP_VOLUME, TRASH_VOLUME};
+use drive::format::{
+    FORMAT_FILE, META_VOLUME, META_VOLUMES, SPREAD_DIRS, SPREAD_VOLUME, TMP_VOLUME, TRASH_VOLUME,
+};
 use drive::{
     AlignedBuf, Backend, BackendKind, Drive, DriveError, DrivePosition, DriveState, FormatError,
     IoMode, LocalDrive, LocalDriveConfig, build_formats, load_format, save_format, verify_format,
@@ -148,6 +150,7 @@ macro_rules! suite {
 suite!(
     volumes,
     write_all_replaces_atomically,
+    write_all_spreads_its_staging,
     read_all_limit,
     small_files_of_every_size,
     small_file_errors,
@@ -246,16 +249,83 @@ async fn volumes(kind: Kind) {
     assert_eq!(names, ["Mid"]);
 }
 
-/// Nothing but the trash left in the staging area.
+/// Nothing but the trash and the (empty) spread directories left in the
+/// staging area.
 async fn assert_no_staging_leftovers(d: &LocalDrive) {
-    let leftovers: Vec<String> = d
+    let mut leftovers: Vec<String> = d
         .list_dir(TMP_VOLUME, "", 100)
         .await
         .unwrap()
         .into_iter()
-        .filter(|n| n != ".trash/")
+        .filter(|n| n != ".trash/" && n != ".spread/")
         .collect();
+    for dir in d.list_dir(SPREAD_VOLUME, "", 100).await.unwrap_or_default() {
+        assert!(dir.ends_with('/'), "file {dir} in the spread area");
+        for name in d.list_dir(SPREAD_VOLUME, &dir, 100).await.unwrap() {
+            leftovers.push(format!(".spread/{dir}{name}"));
+        }
+    }
     assert!(leftovers.is_empty(), "staging leftovers: {leftovers:?}");
+}
+
+/// `write_all` stages its files in the spread directories in turn and
+/// leaves them empty. On ext4 the temporary and spread areas carry
+/// `FS_TOPDIR_FL`, and the spread directories lie in several block groups
+/// (the point of them: `LocalDrive::make_spread_dir`).
+async fn write_all_spreads_its_staging(kind: Kind) {
+    let env = open(kind).await;
+    let d = &env.drive;
+    // What the object layer does at every start.
+    d.make_volume(META_VOLUME).await.unwrap();
+    d.make_volume(TMP_VOLUME).await.unwrap();
+    d.make_volume("b").await.unwrap();
+    let writes = SPREAD_DIRS + 5;
+    for i in 0..writes {
+        d.write_all("b", &format!("k{i}/xl.meta"), pattern(i as u64, 300 + i))
+            .await
+            .unwrap();
+    }
+    let expected: Vec<String> = (0..SPREAD_DIRS).map(|i| format!("{i:02}/")).collect();
+    assert_eq!(d.list_dir(SPREAD_VOLUME, "", 100).await.unwrap(), expected);
+    assert_no_staging_leftovers(d).await;
+    for i in 0..writes {
+        assert_eq!(
+            d.read_all("b", &format!("k{i}/xl.meta"), 1 << 20)
+                .await
+                .unwrap(),
+            pattern(i as u64, 300 + i)
+        );
+    }
+    let info = d.disk_info().await.unwrap();
+    if info.fs_type.as_deref() != Some("ext4") {
+        eprintln!("not ext4 ({:?}): placement not checked", info.fs_type);
+        return;
+    }
+    for dir in [TMP_VOLUME, SPREAD_VOLUME] {
+        let file = std::fs::File::open(env.root().join(dir)).unwrap();
+        let flags = rustix::fs::ioctl_getflags(&file).unwrap();
+        assert!(
+            flags.contains(rustix::fs::IFlags::TOPDIR),
+            "{dir}: {flags:?}"
+        );
+    }
+    // Inode numbers tell the block group (8,192 inodes per group on a
+    // default ext4, 16 groups per flex group), on a file system with enough
+    // groups to choose from.
+    const FLEX_GROUP_INODES: u64 = 16 * 8192;
+    if info.files_total >= 64 * FLEX_GROUP_INODES {
+        use std::os::unix::fs::MetadataExt;
+        let groups: std::collections::BTreeSet<u64> = (0..SPREAD_DIRS)
+            .map(|i| {
+                let path = env.root().join(SPREAD_VOLUME).join(format!("{i:02}"));
+                std::fs::metadata(path).unwrap().ino() / FLEX_GROUP_INODES
+            })
+            .collect();
+        assert!(
+            groups.len() > 1,
+            "spread directories in flex groups {groups:?}"
+        );
+    }
 }
 
 async fn write_all_replaces_atomically(kind: Kind) {
@@ -1061,10 +1131,11 @@ async fn delete_recursive_and_trash(kind: Kind) {
     assert_eq!(d.empty_trash(1).await.unwrap(), 1, "bounded");
     assert_eq!(d.empty_trash(10).await.unwrap(), 1);
     assert_eq!(d.empty_trash(10).await.unwrap(), 0);
-    // Stale staging files are swept into the trash at start.
+    // Stale staging files are swept into the trash at start, the spread
+    // directories (which hold only files in flight) with them.
     d.write_all(TMP_VOLUME, "stale/x", vec![1]).await.unwrap();
     d.write_all(TMP_VOLUME, "stale2", vec![1]).await.unwrap();
-    assert_eq!(env.drive.clean_tmp(100).await.unwrap(), 2);
+    assert_eq!(env.drive.clean_tmp(100).await.unwrap(), 3);
     assert_eq!(d.list_dir(TMP_VOLUME, "", 10).await.unwrap(), [".trash/"]);
 }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use drive::{DeadlineConfig, DeadlineDrive, Drive};
 use object::layer::{Error, LayerOptions, ListOptions, ObjectLayer, PutOptions, VersionSel};
-use support::{Fault, FaultyDrive, dirs, get};
+use support::{Fault, FaultyDrive, dirs, get, staging_leftovers};
 use uuid::Uuid;
 
 fn body_for(key: &str, generation: u64) -> Vec<u8> {
@@ -273,12 +273,7 @@ fn kill_9_mid_storm_loses_no_acknowledged_write() {
             }
             // The temp area was cleaned at open.
             for d in dirs(tmp.path(), 4) {
-                let left: Vec<_> = std::fs::read_dir(d.join(".minio.sys/tmp"))
-                    .unwrap()
-                    .flatten()
-                    .filter(|e| e.file_name() != ".trash")
-                    .map(|e| e.file_name())
-                    .collect();
+                let left = staging_leftovers(&d);
                 assert!(left.is_empty(), "round {round}: temp leftovers {left:?}");
             }
         });

@@ -13,7 +13,7 @@ use object::layer::{
     Error, GetOptions, LayerOptions, ListOptions, ObjectLayer, PartOptions, PutOptions, Range,
     VersionSel,
 };
-use support::{Fault, data, dirs, faulty_layer, get};
+use support::{Fault, data, dirs, faulty_layer, get, staging_leftovers};
 
 fn md5_hex(b: &[u8]) -> String {
     hex::encode(Md5::digest(b))
@@ -433,13 +433,8 @@ async fn write_quorum_and_offline_drives() {
     );
     // No leftovers in the temp areas.
     for d in &ds {
-        let tmp = d.join(".minio.sys/tmp");
-        let left: Vec<_> = std::fs::read_dir(&tmp)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name() != ".trash")
-            .collect();
-        assert!(left.is_empty(), "{}: {left:?}", tmp.display());
+        let left = staging_leftovers(d);
+        assert!(left.is_empty(), "{}: {left:?}", d.display());
     }
     // Drive 3 missed v2: heal brings it up to date.
     let h = l.heal_object("qrm", "k", None).await.unwrap();
@@ -1331,14 +1326,12 @@ async fn multipart_caller_given_part_etags() {
         .unwrap();
     assert_eq!(got, [p1, p2].concat());
     for d in &ds {
-        let tmp_left = std::fs::read_dir(d.join(".minio.sys/tmp"))
-            .map(|r| {
-                r.filter_map(|e| e.ok())
-                    .filter(|e| e.file_name() != ".trash")
-                    .count()
-            })
-            .unwrap_or(0);
-        assert_eq!(tmp_left, 0, "tmp area of {} not cleaned", d.display());
+        let left = staging_leftovers(d);
+        assert!(
+            left.is_empty(),
+            "tmp area of {} not cleaned: {left:?}",
+            d.display()
+        );
     }
 }
 

@@ -5,6 +5,8 @@
 //! uploads never blocking readers), every loss pattern of an 8-drive set,
 //! the public heal queue and pools.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,6 +21,7 @@ use object::layer::{
     Error, GetOptions, LayerOptions, ListOptions, ObjectInfo, ObjectLayer, PutOptions, Range,
     VersionSel, Versioning,
 };
+use support::staging_leftovers;
 use tokio::io::AsyncWriteExt;
 use uuid::Uuid;
 
@@ -91,18 +94,6 @@ fn data_dirs(drive: &Path, bucket: &str, key: &str) -> Vec<String> {
         .unwrap_or_default();
     out.sort();
     out
-}
-
-/// Entries left in a drive's temp area (the trash aside).
-fn tmp_leftovers(drive: &Path) -> Vec<String> {
-    std::fs::read_dir(drive.join(".minio.sys/tmp"))
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n != ".trash")
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 // ---- MinIO's inline rule ----------------------------------------------------
@@ -541,9 +532,9 @@ async fn failed_commit_rolls_back_everywhere() {
             "drive {i}: xl.meta restored byte for byte"
         );
         assert!(
-            tmp_leftovers(d).is_empty(),
+            staging_leftovers(d).is_empty(),
             "drive {i}: {:?}",
-            tmp_leftovers(d)
+            staging_leftovers(d)
         );
     }
     // Nothing to heal: every drive agrees on the old versions.

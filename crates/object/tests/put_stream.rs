@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use md5::{Digest, Md5};
 use object::layer::{Error, ObjectLayer, PutOptions};
-use support::{data, dirs, faulty_layer, get};
+use support::{data, dirs, faulty_layer, get, staging_leftovers};
 
 async fn put(
     l: &ObjectLayer,
@@ -128,12 +128,7 @@ async fn writers_failing_mid_object() {
         assert_eq!(get(&l, "pstream", "k").await.unwrap(), v2);
     }
     for d in &ds {
-        let tmp = d.join(".minio.sys/tmp");
-        let left: Vec<_> = std::fs::read_dir(&tmp)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name() != ".trash")
-            .collect();
-        assert!(left.is_empty(), "{}: {left:?}", tmp.display());
+        let left = staging_leftovers(d);
+        assert!(left.is_empty(), "{}: {left:?}", d.display());
     }
 }

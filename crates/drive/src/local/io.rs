@@ -509,6 +509,31 @@ impl Io {
             .await
     }
 
+    /// Sets `FS_TOPDIR_FL` (`chattr +T`) on directory `rel`: ext2/3/4's
+    /// Orlov allocator then places each new subdirectory of it in a block
+    /// group of its own choosing, as it does the root's, instead of beside
+    /// the parent, and the files made in a subdirectory follow it. A file
+    /// system without inode flags, or without this one, answers with an
+    /// error (`ENOTTY`, `EOPNOTSUPP`).
+    pub(crate) async fn mark_topdir(&self, rel: &str) -> io::Result<()> {
+        let rel = at_path(rel).to_owned();
+        self.blocking
+            .run(move |root| {
+                let dir = rustix::fs::openat(
+                    root,
+                    &rel,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                let flags = rustix::fs::ioctl_getflags(&dir)?;
+                if !flags.contains(rustix::fs::IFlags::TOPDIR) {
+                    rustix::fs::ioctl_setflags(&dir, flags | rustix::fs::IFlags::TOPDIR)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
     /// `statx` of a path (symbolic links followed).
     pub(crate) async fn stat(&self, rel: &str) -> io::Result<Stat> {
         match &self.uring {

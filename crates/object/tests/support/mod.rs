@@ -28,6 +28,33 @@ pub fn data(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Files and directories left in a drive's temporary area: everything but
+/// the trash and the spread staging directories, plus whatever those hold
+/// (they exist between writes, empty).
+pub fn staging_leftovers(drive: &Path) -> Vec<String> {
+    let names = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let tmp = drive.join(".minio.sys/tmp");
+    let mut left: Vec<String> = names(&tmp)
+        .into_iter()
+        .filter(|n| n != ".trash" && n != ".spread")
+        .collect();
+    for dir in names(&tmp.join(".spread")) {
+        for name in names(&tmp.join(".spread").join(&dir)) {
+            left.push(format!(".spread/{dir}/{name}"));
+        }
+    }
+    left.sort();
+    left
+}
+
 /// An object layer over a [`FaultyDrive`] on each of `ds`, and the drives.
 pub async fn faulty_layer(ds: &[PathBuf]) -> (ObjectLayer, Vec<Arc<FaultyDrive>>) {
     let mut faulty = Vec::new();
