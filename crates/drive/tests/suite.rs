@@ -269,9 +269,9 @@ async fn assert_no_staging_leftovers(d: &LocalDrive) {
 }
 
 /// `write_all` stages its files in the spread directories in turn and
-/// leaves them empty. On ext4 the temporary and spread areas carry
-/// `FS_TOPDIR_FL`, and the spread directories lie in several block groups
-/// (the point of them: `LocalDrive::make_spread_dir`).
+/// leaves them empty. On ext4 the spread area carries `FS_TOPDIR_FL` (the
+/// temporary area does not), and the spread directories lie in several
+/// block groups (the point of them: `LocalDrive::make_spread_dir`).
 async fn write_all_spreads_its_staging(kind: Kind) {
     let env = open(kind).await;
     let d = &env.drive;
@@ -301,11 +301,12 @@ async fn write_all_spreads_its_staging(kind: Kind) {
         eprintln!("not ext4 ({:?}): placement not checked", info.fs_type);
         return;
     }
-    for dir in [TMP_VOLUME, SPREAD_VOLUME] {
+    for (dir, marked) in [(SPREAD_VOLUME, true), (TMP_VOLUME, false)] {
         let file = std::fs::File::open(env.root().join(dir)).unwrap();
         let flags = rustix::fs::ioctl_getflags(&file).unwrap();
-        assert!(
+        assert_eq!(
             flags.contains(rustix::fs::IFlags::TOPDIR),
+            marked,
             "{dir}: {flags:?}"
         );
     }
