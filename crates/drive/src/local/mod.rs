@@ -896,16 +896,11 @@ impl Inner {
     /// measure better for 1 and 16 MiB PUTs).
     async fn make_spread_dir(&self, spread: usize) -> Result<()> {
         self.mkdir_all(None, SPREAD_VOLUME).await?;
-        self.mark_topdir(SPREAD_VOLUME).await;
+        if let Err(e) = self.io.mark_topdir(SPREAD_VOLUME).await {
+            tracing::debug!(root = %self.root.display(), error = %e, "{SPREAD_VOLUME} not marked FS_TOPDIR_FL");
+        }
         self.mkdir_all(None, &format!("{SPREAD_VOLUME}/{spread:02}"))
             .await
-    }
-
-    /// [`Io::mark_topdir`], best effort (see [`Self::make_spread_dir`]).
-    async fn mark_topdir(&self, rel: &str) {
-        if let Err(e) = self.io.mark_topdir(rel).await {
-            tracing::debug!(root = %self.root.display(), dir = rel, error = %e, "directory not marked FS_TOPDIR_FL");
-        }
     }
 
     async fn write_all_into_place(
