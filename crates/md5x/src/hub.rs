@@ -59,8 +59,10 @@
 //! with up to 15 others, so it finishes later than alone, while the CPU
 //! time per byte drops. See `docs/bench-notes/md5.md` for the figures.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::future::Future;
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -168,18 +170,34 @@ struct Queue {
     combiners: usize,
 }
 
-/// A run of whole blocks of one hasher, and its progress.
+/// A run of whole blocks of one hasher, and its progress. The blocks lie
+/// in one or more contiguous segments (several when the update was made of
+/// several buffers).
 struct Job {
-    data: BlockPtr,
+    segments: Vec<Segment>,
     blocks: usize,
-    /// The buffer `data` points into, when the job owns it (the
-    /// `update_block` path); `None` when the owner's thread lends it (the
-    /// `update` path).
-    owned: Mutex<Option<Vec<u8>>>,
+    /// What the segments point into, when the job owns it (the
+    /// `update_block` and `update_parts` paths: the caller's buffers and the
+    /// blocks glued from the edges of its parts); `None` when the owner's
+    /// thread lends the bytes (the `update` path).
+    owned: Mutex<Option<Owned>>,
     inner: Mutex<JobInner>,
 }
 
-/// The first byte of a job's blocks.
+/// The buffers a job owns: the caller's (given back when the job is done)
+/// and the glue blocks.
+struct Owned {
+    caller: Box<dyn Any + Send>,
+    _glue: Vec<u8>,
+}
+
+/// `blocks` whole blocks starting at `data`.
+struct Segment {
+    data: BlockPtr,
+    blocks: usize,
+}
+
+/// The first byte of a segment's blocks.
 struct BlockPtr(*const u8);
 
 // SAFETY: the pointer is only dereferenced (as a shared `&[u8]`) by a
@@ -239,10 +257,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Job {
-    fn new(data: *const u8, blocks: usize, state: [u32; 4], owned: Option<Vec<u8>>) -> Job {
+    fn new(segments: Vec<Segment>, state: [u32; 4], owned: Option<Owned>) -> Job {
         Job {
-            data: BlockPtr(data),
-            blocks,
+            blocks: segments.iter().map(|s| s.blocks).sum(),
+            segments,
             owned: Mutex::new(owned),
             inner: Mutex::new(JobInner {
                 phase: Phase::Claimed,
@@ -255,15 +273,52 @@ impl Job {
         }
     }
 
-    /// The job's blocks.
+    /// The segment holding block `from` (`< blocks`) and the index of
+    /// `from` in it.
+    fn locate(&self, mut from: usize) -> (&Segment, usize) {
+        for seg in &self.segments {
+            if from < seg.blocks {
+                return (seg, from);
+            }
+            from -= seg.blocks;
+        }
+        panic!("block {from} past the job's end");
+    }
+
+    /// How many blocks from block `from` (`< blocks`) are contiguous: the
+    /// rest of its segment.
+    fn run_len(&self, from: usize) -> usize {
+        let (seg, at) = self.locate(from);
+        seg.blocks - at
+    }
+
+    /// The contiguous blocks from block `from` (`< blocks`) to the end of
+    /// its segment.
     ///
     /// # Safety
-    /// The caller holds the job claimed (phase `Claimed`, by itself) and
-    /// drops the slice before making it `Done`, `Released` or `Queued`.
-    unsafe fn bytes(&self) -> &[u8] {
-        // SAFETY: see `BlockPtr`: while claimed, the owner keeps
-        // `blocks * 64` bytes at `data` alive and unmodified.
-        unsafe { std::slice::from_raw_parts(self.data.0, self.blocks * BLOCK) }
+    /// The caller holds the job claimed (phase `Claimed`, by itself), or is
+    /// its only user (never queued), and drops the slice before making it
+    /// `Done`, `Released` or `Queued`.
+    unsafe fn run(&self, from: usize) -> &[u8] {
+        let (seg, at) = self.locate(from);
+        // SAFETY: see `BlockPtr`: while claimed, the owner keeps the
+        // segment's `blocks * 64` bytes at `data` alive and unmodified.
+        let all = unsafe { std::slice::from_raw_parts(seg.data.0, seg.blocks * BLOCK) };
+        &all[at * BLOCK..]
+    }
+
+    /// Hashes all the job's blocks into `state` on the single-stream code.
+    ///
+    /// # Safety
+    /// As for [`Job::run`].
+    unsafe fn compress_all(&self, state: &mut [u32; 4]) {
+        let mut from = 0;
+        while from < self.blocks {
+            // SAFETY: the caller's guarantee.
+            let run = unsafe { self.run(from) };
+            portable::compress(state, run);
+            from += run.len() / BLOCK;
+        }
     }
 }
 
@@ -521,7 +576,7 @@ impl Combiner<'_> {
             let blocks = self
                 .lanes
                 .iter()
-                .map(|l| l.job.blocks - l.done_blocks)
+                .map(|l| l.job.run_len(l.done_blocks))
                 .min()
                 .unwrap_or(0)
                 .min(quantum);
@@ -534,7 +589,7 @@ impl Combiner<'_> {
                 let data: Vec<&[u8]> = self
                     .lanes
                     .iter()
-                    .map(|l| unsafe { &l.job.bytes()[l.done_blocks * BLOCK..] })
+                    .map(|l| unsafe { l.job.run(l.done_blocks) })
                     .collect();
                 s.config.kernel.compress_lanes(&mut states, &data, blocks);
                 drop(data);
@@ -547,9 +602,8 @@ impl Combiner<'_> {
                 for l in &mut self.lanes {
                     // SAFETY: as above, the job is claimed by this
                     // combiner.
-                    let bytes = unsafe { l.job.bytes() };
-                    let from = l.done_blocks * BLOCK;
-                    portable::compress(&mut l.state, &bytes[from..from + blocks * BLOCK]);
+                    let run = unsafe { l.job.run(l.done_blocks) };
+                    portable::compress(&mut l.state, &run[..blocks * BLOCK]);
                 }
                 bump(&s.counters.blocks_single, (blocks * n) as u64);
             }
@@ -771,30 +825,135 @@ impl Hasher {
     /// # };
     /// # assert_eq!(d, md5x::digest(b"abc"));
     /// ```
-    pub fn update_block(mut self, block: Vec<u8>) -> BlockUpdate {
-        let range = self.prefix(&block);
-        if range.is_empty() || !self.shared.wants_lanes(range.len()) {
-            if !range.is_empty() {
+    pub fn update_block(self, block: Vec<u8>) -> BlockUpdate {
+        self.update_owned(block, |b: &Vec<u8>| vec![&b[..]])
+    }
+
+    /// Feeds the concatenation of `parts` (each a range of a buffer's
+    /// [`StableBytes::bytes`]) as a future that gives the hasher and the
+    /// buffers back, in order. Like [`update_block`](Hasher::update_block),
+    /// but the bytes may lie in several buffers and need not be copied
+    /// together first: a PUT reads its body straight into the data shards
+    /// of its erasure-coded records and hashes them there. The blocks that
+    /// straddle two parts are copied (64 bytes each); everything else is
+    /// hashed where it lies.
+    ///
+    /// # Panics
+    /// If a range is out of its buffer's bounds.
+    ///
+    /// ```
+    /// # let w = std::task::Waker::noop();
+    /// # let mut cx = std::task::Context::from_waker(w);
+    /// let h = md5x::Md5Hub::global().hasher();
+    /// let parts = vec![(b"xxab".to_vec(), 2..4), (b"c".to_vec(), 0..1)];
+    /// let mut f = std::pin::pin!(h.update_parts(parts));
+    /// let (h, bufs) = loop {
+    ///     if let std::task::Poll::Ready(r) = f.as_mut().poll(&mut cx) { break r; }
+    /// };
+    /// assert_eq!(bufs[1], b"c");
+    /// assert_eq!(h.finalize(), md5x::digest(b"abc"));
+    /// ```
+    pub fn update_parts<B: StableBytes>(self, parts: Vec<(B, Range<usize>)>) -> BlockUpdate<Vec<B>> {
+        let (bufs, ranges): (Vec<B>, Vec<Range<usize>>) = parts.into_iter().unzip();
+        for (b, r) in bufs.iter().zip(&ranges) {
+            assert!(
+                r.start <= r.end && r.end <= b.bytes().len(),
+                "update_parts: range {r:?} out of a buffer of {} bytes",
+                b.bytes().len()
+            );
+        }
+        self.update_owned(bufs, move |bufs: &Vec<B>| {
+            bufs.iter()
+                .zip(&ranges)
+                .map(|(b, r)| &b.bytes()[r.clone()])
+                .collect()
+        })
+    }
+
+    /// The owned updates: `owner` holds the bytes and `parts` finds them in
+    /// it. The slices `parts` returns must not move when `owner` moves
+    /// (true of a `Vec<u8>` and of a `Vec` of [`StableBytes`], the only
+    /// owners used): the job keeps pointers to them.
+    fn update_owned<O, F>(mut self, owner: O, parts: F) -> BlockUpdate<O>
+    where
+        O: Send + 'static,
+        F: for<'a> Fn(&'a O) -> Vec<&'a [u8]>,
+    {
+        let (pieces, glue) = self.plan(&parts(&owner));
+        let whole = pieces.iter().map(Piece::blocks).sum::<usize>() * BLOCK;
+        if whole == 0 || !self.shared.wants_lanes(whole) {
+            if whole > 0 {
                 bump(&self.shared.counters.jobs_alone, 1);
-                portable::compress(&mut self.state, &block[range.clone()]);
+                let slices = parts(&owner);
+                for p in &pieces {
+                    portable::compress(&mut self.state, p.bytes(&slices, &glue));
+                }
             }
-            self.buffer_tail(&block[range.end..]);
             return BlockUpdate {
-                stage: Stage::Ready(self, block),
+                stage: Stage::Ready(self, owner),
             };
         }
-        let tail = range.end;
-        // The pointer stays valid while the job owns `block`: moving a
-        // `Vec` does not move its heap buffer, and nobody changes it.
-        let ptr = block[range.start..].as_ptr();
-        let job = Arc::new(Job::new(ptr, range.len() / BLOCK, self.state, Some(block)));
+        let segments = {
+            let slices = parts(&owner);
+            pieces
+                .iter()
+                .map(|p| {
+                    let b = p.bytes(&slices, &glue);
+                    Segment {
+                        data: BlockPtr(b.as_ptr()),
+                        blocks: b.len() / BLOCK,
+                    }
+                })
+                .collect()
+        };
+        // Moving `owner` and `glue` into the job does not move the bytes
+        // the segments point to (see above; a Vec's heap buffer stays put).
+        let owned = Owned {
+            caller: Box::new(owner),
+            _glue: glue,
+        };
+        let job = Arc::new(Job::new(segments, self.state, Some(owned)));
         BlockUpdate {
-            stage: Stage::New {
-                hasher: self,
-                job,
-                tail,
-            },
+            stage: Stage::New { hasher: self, job },
         }
+    }
+
+    /// Splits the stream `parts` continue into whole blocks: runs of the
+    /// parts' own bytes, and glue blocks (copied into the returned buffer)
+    /// where a block completes the bytes buffered before or straddles two
+    /// parts. The last partial block is buffered in the hasher, which
+    /// counts every byte: the hasher is in the state after the blocks as
+    /// soon as they are hashed from its current state.
+    fn plan(&mut self, parts: &[&[u8]]) -> (Vec<Piece>, Vec<u8>) {
+        let mut pieces = Vec::new();
+        let mut glue = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            self.total += part.len() as u64;
+            let mut at = 0;
+            if self.buf_len > 0 {
+                let take = (BLOCK - self.buf_len).min(part.len());
+                self.buf[self.buf_len..self.buf_len + take].copy_from_slice(&part[..take]);
+                self.buf_len += take;
+                at = take;
+                if self.buf_len < BLOCK {
+                    continue;
+                }
+                pieces.push(Piece::Glue { start: glue.len() });
+                glue.extend_from_slice(&self.buf);
+                self.buf_len = 0;
+            }
+            let blocks = (part.len() - at) / BLOCK;
+            if blocks > 0 {
+                pieces.push(Piece::Part {
+                    part: i,
+                    start: at,
+                    blocks,
+                });
+                at += blocks * BLOCK;
+            }
+            self.buffer_tail(&part[at..]);
+        }
+        (pieces, glue)
     }
 
     /// The MD5 of everything fed.
@@ -813,6 +972,68 @@ impl Hasher {
     }
 }
 
+/// A run of whole blocks of an owned update, found in the caller's parts
+/// or in the glue buffer.
+enum Piece {
+    Part {
+        part: usize,
+        start: usize,
+        blocks: usize,
+    },
+    Glue {
+        start: usize,
+    },
+}
+
+impl Piece {
+    fn blocks(&self) -> usize {
+        match self {
+            Piece::Part { blocks, .. } => *blocks,
+            Piece::Glue { .. } => 1,
+        }
+    }
+
+    fn bytes<'a>(&self, parts: &[&'a [u8]], glue: &'a [u8]) -> &'a [u8] {
+        match *self {
+            Piece::Part {
+                part,
+                start,
+                blocks,
+            } => &parts[part][start..start + blocks * BLOCK],
+            Piece::Glue { start } => &glue[start..start + BLOCK],
+        }
+    }
+}
+
+/// Buffers whose bytes stay where they are when the buffer value moves,
+/// so that the hub can hash them in place while it owns them
+/// ([`Hasher::update_parts`]).
+///
+/// # Safety
+/// `bytes` returns the same memory (address and length) every time it is
+/// called on a value, also after the value has moved, and those bytes do
+/// not change while the value is not mutably borrowed (no interior
+/// mutability).
+pub unsafe trait StableBytes: Send + 'static {
+    /// The buffer's bytes.
+    fn bytes(&self) -> &[u8];
+}
+
+// SAFETY: a Vec's heap buffer does not move when the Vec does, and is only
+// changed through `&mut`.
+unsafe impl StableBytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+// SAFETY: as for Vec: the boxed slice lives on the heap.
+unsafe impl StableBytes for Box<[u8]> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
 /// How long a synchronous owner of a claimed job sleeps between looks at
 /// it when no wake-up comes (a backstop: combiners wake owners).
 const CLAIMED_BACKSTOP: Duration = Duration::from_millis(20);
@@ -821,7 +1042,11 @@ const CLAIMED_BACKSTOP: Duration = Duration::from_millis(20);
 /// through the hub, synchronously. Does not return or unwind before no
 /// combiner reads `whole` any more.
 fn run_sync(shared: &Shared, state: [u32; 4], whole: &[u8]) -> [u32; 4] {
-    let job = Arc::new(Job::new(whole.as_ptr(), whole.len() / BLOCK, state, None));
+    let segment = Segment {
+        data: BlockPtr(whole.as_ptr()),
+        blocks: whole.len() / BLOCK,
+    };
+    let job = Arc::new(Job::new(vec![segment], state, None));
     let mut guard = SyncGuard {
         shared,
         job: &job,
@@ -919,57 +1144,56 @@ impl Drop for SyncGuard<'_> {
     }
 }
 
-/// The future of [`Hasher::update_block`]: resolves to the hasher and the
-/// buffer.
+/// The future of [`Hasher::update_block`] and [`Hasher::update_parts`]:
+/// resolves to the hasher and the buffer(s) given (`O`).
 #[must_use = "futures do nothing unless polled"]
-pub struct BlockUpdate {
-    stage: Stage,
+pub struct BlockUpdate<O = Vec<u8>> {
+    stage: Stage<O>,
 }
 
-enum Stage {
+enum Stage<O> {
     /// Not submitted yet.
-    New {
-        hasher: Hasher,
-        job: Arc<Job>,
-        tail: usize,
-    },
+    New { hasher: Hasher, job: Arc<Job> },
     /// Queued; waiting to be done or elected.
-    Waiting {
-        hasher: Hasher,
-        job: Arc<Job>,
-        tail: usize,
-    },
+    Waiting { hasher: Hasher, job: Arc<Job> },
     /// Finished (or never needed the hub).
-    Ready(Hasher, Vec<u8>),
+    Ready(Hasher, O),
     /// Output taken.
     Gone,
 }
 
-impl std::fmt::Debug for BlockUpdate {
+// The future never pins what it holds (the buffers are only moved in and
+// out), so it is `Unpin` whatever `O` is.
+impl<O> Unpin for BlockUpdate<O> {}
+
+impl<O> std::fmt::Debug for BlockUpdate<O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("BlockUpdate")
     }
 }
 
-/// Completes a finished job: the hasher takes the state, the tail is
-/// buffered, the block comes back.
-fn complete(mut hasher: Hasher, job: &Job, tail: usize) -> (Hasher, Vec<u8>) {
+/// Completes a finished job: the hasher takes the state (its tail was
+/// buffered at submission), the caller's buffers come back.
+fn complete<O: 'static>(mut hasher: Hasher, job: &Job) -> (Hasher, O) {
     hasher.state = lock(&job.inner).state;
-    let block = lock(&job.owned)
+    let owned = lock(&job.owned)
         .take()
-        .expect("an update_block job owns its block");
-    hasher.buffer_tail(&block[tail..]);
-    (hasher, block)
+        .expect("an owned update's job owns its buffers");
+    let caller = owned
+        .caller
+        .downcast::<O>()
+        .expect("a job's buffers are of its future's type");
+    (hasher, *caller)
 }
 
-impl Future for BlockUpdate {
-    type Output = (Hasher, Vec<u8>);
+impl<O: Send + 'static> Future for BlockUpdate<O> {
+    type Output = (Hasher, O);
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
+        let this = Pin::into_inner(self);
         loop {
             match std::mem::replace(&mut this.stage, Stage::Gone) {
-                Stage::New { hasher, job, tail } => {
+                Stage::New { hasher, job } => {
                     let shared = hasher.shared.clone();
                     match shared.submit(&job, Waiter::Task(cx.waker().clone())) {
                         Submit::Alone => {
@@ -977,30 +1201,29 @@ impl Future for BlockUpdate {
                             let mut inner = lock(&job.inner);
                             // SAFETY: the job was never queued: this caller
                             // is its only user, and it owns the bytes.
-                            let bytes = unsafe { job.bytes() };
-                            portable::compress(&mut inner.state, bytes);
+                            unsafe { job.compress_all(&mut inner.state) };
                             inner.phase = Phase::Done;
                             drop(inner);
-                            return Poll::Ready(complete(hasher, &job, tail));
+                            return Poll::Ready(complete(hasher, &job));
                         }
                         Submit::Lead => {
                             lock(&job.inner).waiter = Waiter::Task(cx.waker().clone());
                             if shared.combine(&job, Some(shared.config.async_budget_quanta.max(1)))
                             {
-                                return Poll::Ready(complete(hasher, &job, tail));
+                                return Poll::Ready(complete(hasher, &job));
                             }
-                            this.stage = Stage::Waiting { hasher, job, tail };
+                            this.stage = Stage::Waiting { hasher, job };
                             return Poll::Pending;
                         }
-                        Submit::Wait => this.stage = Stage::Waiting { hasher, job, tail },
+                        Submit::Wait => this.stage = Stage::Waiting { hasher, job },
                     }
                 }
-                Stage::Waiting { hasher, job, tail } => {
+                Stage::Waiting { hasher, job } => {
                     let mut inner = lock(&job.inner);
                     match inner.phase {
                         Phase::Done => {
                             drop(inner);
-                            return Poll::Ready(complete(hasher, &job, tail));
+                            return Poll::Ready(complete(hasher, &job));
                         }
                         Phase::Elected => {
                             inner.phase = Phase::Claimed;
@@ -1009,31 +1232,31 @@ impl Future for BlockUpdate {
                             let shared = hasher.shared.clone();
                             if shared.combine(&job, Some(shared.config.async_budget_quanta.max(1)))
                             {
-                                return Poll::Ready(complete(hasher, &job, tail));
+                                return Poll::Ready(complete(hasher, &job));
                             }
-                            this.stage = Stage::Waiting { hasher, job, tail };
+                            this.stage = Stage::Waiting { hasher, job };
                             return Poll::Pending;
                         }
                         _ => {
                             inner.waiter = Waiter::Task(cx.waker().clone());
                             drop(inner);
-                            this.stage = Stage::Waiting { hasher, job, tail };
+                            this.stage = Stage::Waiting { hasher, job };
                             return Poll::Pending;
                         }
                     }
                 }
-                Stage::Ready(hasher, block) => return Poll::Ready((hasher, block)),
+                Stage::Ready(hasher, owner) => return Poll::Ready((hasher, owner)),
                 Stage::Gone => panic!("BlockUpdate polled after completion"),
             }
         }
     }
 }
 
-impl Drop for BlockUpdate {
+impl<O> Drop for BlockUpdate<O> {
     fn drop(&mut self) {
-        if let Stage::Waiting { hasher, job, .. } = &self.stage {
-            // The job owns its block, so a combiner still holding it reads
-            // valid memory; it lets go at its next quantum.
+        if let Stage::Waiting { hasher, job } = &self.stage {
+            // The job owns its buffers, so a combiner still holding it
+            // reads valid memory; it lets go at its next quantum.
             hasher.shared.abandon(job);
         }
     }

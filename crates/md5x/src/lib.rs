@@ -48,7 +48,7 @@ mod portable;
 mod rounds;
 mod selftest;
 
-pub use hub::{BlockUpdate, Hasher, HubConfig, HubStats, Md5Hub};
+pub use hub::{BlockUpdate, Hasher, HubConfig, HubStats, Md5Hub, StableBytes};
 pub use kernel::{DetectionReport, KERNEL_NAMES, Kernel, KernelError, KernelStatus};
 pub use portable::BLOCK;
 

@@ -286,6 +286,96 @@ fn async_updates_from_many_threads() {
     });
 }
 
+/// `update_parts` over many threads: a stream cut into parts of random
+/// lengths (empty, under a block, odd, a few blocks, about 1 MiB), each part
+/// a range inside a larger buffer whose other bytes must not be hashed,
+/// mixed with `update_block` and `update`. Blocks straddling parts are
+/// glued; the digest must be the md-5 crate's and the buffers must come
+/// back unchanged.
+#[test]
+fn parts_updates_from_many_threads() {
+    let data = pool(3 << 20);
+    watchdog(Duration::from_secs(120), move || {
+        for (ci, cfg) in configs().into_iter().enumerate() {
+            let hub = Md5Hub::new(cfg);
+            thread::scope(|s| {
+                for t in 0..8 {
+                    let (hub, data) = (&hub, &data);
+                    s.spawn(move || {
+                        let mut rng = Rng(0x9a7 + ((ci as u64) << 20) + t as u64);
+                        for _ in 0..4 {
+                            let mut h = hub.hasher();
+                            let mut reference = Md5::new();
+                            for _ in 0..1 + rng.below(3) {
+                                let mut parts = Vec::new();
+                                let mut want = Vec::new();
+                                for _ in 0..1 + rng.below(5) {
+                                    let len = match rng.below(5) {
+                                        0 => rng.below(64),
+                                        1 => rng.below(300),
+                                        2 => 64 * (1 + rng.below(40)),
+                                        3 => 64 * (1 + rng.below(40)) + 1 + rng.below(63),
+                                        _ => (512 << 10) + rng.below(3) * 21,
+                                    };
+                                    let (lead, trail) = (rng.below(100), rng.below(100));
+                                    let off = rng.below(data.len() - len - lead - trail);
+                                    let buf = data[off..off + lead + len + trail].to_vec();
+                                    reference.update(&buf[lead..lead + len]);
+                                    want.push(buf.clone());
+                                    parts.push((buf, lead..lead + len));
+                                }
+                                let back;
+                                (h, back) = block_on(h.update_parts(parts));
+                                assert_eq!(back, want, "buffers came back changed");
+                                match rng.below(3) {
+                                    0 => {
+                                        h.update(&data[..65]);
+                                        reference.update(&data[..65]);
+                                    }
+                                    1 => {
+                                        let block = data[7..7 + 130].to_vec();
+                                        reference.update(&block);
+                                        (h, _) = block_on(h.update_block(block));
+                                    }
+                                    _ => {}
+                                }
+                            }
+                            assert_eq!(h.finalize(), <[u8; 16]>::from(reference.finalize()));
+                        }
+                    });
+                }
+            });
+            assert_eq!(hub.load(), (0, 0), "config {ci}: hub not idle");
+        }
+    });
+}
+
+/// A parts update whose blocks all straddle parts (parts of 1 to 63
+/// bytes) and one with no part at all.
+#[test]
+fn parts_updates_of_tiny_and_no_parts() {
+    let data = pool(1 << 16);
+    for cfg in configs() {
+        let hub = Md5Hub::new(cfg);
+        let mut rng = Rng(0x51);
+        let mut h = hub.hasher();
+        let mut reference = Md5::new();
+        let mut parts = Vec::new();
+        let mut at = 0;
+        while at < 40_000 {
+            let len = 1 + rng.below(63);
+            parts.push((data[at..at + len].to_vec(), 0..len));
+            reference.update(&data[at..at + len]);
+            at += len;
+        }
+        (h, _) = block_on(h.update_parts(parts));
+        (h, _) = block_on(h.update_parts(Vec::<(Vec<u8>, std::ops::Range<usize>)>::new()));
+        assert_eq!(h.len(), at as u64);
+        assert_eq!(h.finalize(), <[u8; 16]>::from(reference.finalize()));
+        assert_eq!(hub.load(), (0, 0));
+    }
+}
+
 #[test]
 fn dropped_update_futures_do_not_block_others() {
     let data = pool(32 << 20);
