@@ -853,7 +853,10 @@ impl Hasher {
     /// assert_eq!(bufs[1], b"c");
     /// assert_eq!(h.finalize(), md5x::digest(b"abc"));
     /// ```
-    pub fn update_parts<B: StableBytes>(self, parts: Vec<(B, Range<usize>)>) -> BlockUpdate<Vec<B>> {
+    pub fn update_parts<B: StableBytes>(
+        self,
+        parts: Vec<(B, Range<usize>)>,
+    ) -> BlockUpdate<Vec<B>> {
         let (bufs, ranges): (Vec<B>, Vec<Range<usize>>) = parts.into_iter().unzip();
         for (b, r) in bufs.iter().zip(&ranges) {
             assert!(
