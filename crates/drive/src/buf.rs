@@ -238,6 +238,18 @@ impl DerefMut for AlignedBuf {
     }
 }
 
+// SAFETY: the bytes are the whole capacity of the allocation, which moving
+// an `AlignedBuf` does not move (it is on the heap, owned through a
+// pointer) and which only `&mut self` methods change; the pointer and
+// capacity are fixed for the buffer's life.
+unsafe impl md5x::StableBytes for AlignedBuf {
+    /// The whole capacity (not only `0..len`): a PUT hashes the data
+    /// shards it read into a buffer before the buffer's length is set.
+    fn bytes(&self) -> &[u8] {
+        self.capacity_slice()
+    }
+}
+
 impl fmt::Debug for AlignedBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AlignedBuf")

@@ -690,10 +690,9 @@ impl ErasureSet {
         // of concurrent uploads are hashed together in the SIMD lanes.
         let mut md5 = want_md5.then(|| md5x::Md5Hub::global().hasher());
         let mut total = 0u64;
-        let mut block = vec![0u8; BLOCK_SIZE];
         let mut streams = RecordStreams::new(self, k, m);
         loop {
-            let got = read_full(body, &mut block).await?;
+            let got = streams.read_block(body).await?;
             total += got as u64;
             if total > max || size.is_some_and(|s| total > s) {
                 return Err(match size {
@@ -707,26 +706,12 @@ impl ErasureSet {
                     },
                 });
             }
-            // The files' last bytes: everything still held, unaligned.
-            let mut out = if got == 0 {
-                // The body ended on a block boundary: what is carried.
-                streams.tails()
-            } else {
-                if let Some(h) = md5.take() {
-                    // update_block hashes the whole Vec and hands it back: give
-                    // it exactly the bytes read (only the last block is short,
-                    // and the loop ends after it).
-                    block.truncate(got);
-                    let (h, b) = h.update_block(std::mem::take(&mut block)).await;
-                    block = b;
-                    md5 = Some(h);
-                }
-                // A block is the last one when it is short or completes the
-                // announced size (a body running long still fails at the
-                // next read, before anything is committed).
-                let last = got < BLOCK_SIZE || size == Some(total);
-                streams.encode(self, rs, &block[..got], k, last)?
-            };
+            // A full block is the last one when it completes the announced
+            // size (a body running long still fails at the next read,
+            // before anything is committed).
+            let mut out = streams
+                .seal_block(self, rs, got, &mut md5, size == Some(total))
+                .await?;
             for (d, &s) in distribution.iter().enumerate() {
                 let Some(tx) = &senders[d] else { continue };
                 let Some(buf) = out[s - 1].take() else {
@@ -783,11 +768,22 @@ impl ErasureSet {
         let sl = block.len().div_ceil(k);
         for (j, rec) in records.iter_mut().take(k).enumerate() {
             let start = (j * sl).min(block.len());
-            let end = ((j + 1) * sl).min(block.len());
-            let n = end - start;
-            rec[HASH_LEN..HASH_LEN + n].copy_from_slice(&block[start..end]);
+            let n = shard_share(block.len(), sl, j);
+            rec[HASH_LEN..HASH_LEN + n].copy_from_slice(&block[start..start + n]);
             rec[HASH_LEN + n..].fill(0);
         }
+        self.seal_records(rs, k, records)
+    }
+
+    /// Given `k + m` records whose data shards (the first `k`, padded) are
+    /// in place, computes the parity shards and then every record's hash.
+    fn seal_records<R: std::ops::DerefMut<Target = [u8]>>(
+        &self,
+        rs: &Coder,
+        k: usize,
+        records: &mut [R],
+    ) -> Result<()> {
+        let sl = records[0].len() - HASH_LEN;
         if sl > 0 {
             let (data, parity) = records.split_at_mut(k);
             let d: Vec<&[u8]> = data.iter().map(|r| &r[HASH_LEN..]).collect();
@@ -2197,6 +2193,13 @@ pub(crate) async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -
     Ok(got)
 }
 
+/// How many of a `len`-byte block's bytes data shard `j` holds when the
+/// shards are `sl` bytes long: `sl`, less for the last one(s), whose rest
+/// is zero padding.
+fn shard_share(len: usize, sl: usize, j: usize) -> usize {
+    len.saturating_sub(j * sl).min(sl)
+}
+
 /// The shard files of one streamed upload as they are built, so that the
 /// drive writers get only whole [`ALIGN`] blocks (written with `O_DIRECT`
 /// straight from these buffers, without a copy) until the files' last
@@ -2218,6 +2221,9 @@ struct RecordStreams {
     /// `carry` bytes are carried.
     bufs: Vec<Option<AlignedBuf>>,
     carry: usize,
+    /// Data shards, and the length of a full block's shards.
+    k: usize,
+    sl: usize,
 }
 
 impl RecordStreams {
@@ -2230,6 +2236,8 @@ impl RecordStreams {
             cap,
             bufs: (0..k + m).map(|_| None).collect(),
             carry: 0,
+            k,
+            sl: BLOCK_SIZE.div_ceil(k),
         }
     }
 
@@ -2256,9 +2264,114 @@ impl RecordStreams {
         k: usize,
         last: bool,
     ) -> Result<Vec<Option<AlignedBuf>>> {
-        let rec_len = HASH_LEN + block.len().div_ceil(k);
+        let end = self.carry + HASH_LEN + block.len().div_ceil(k);
+        self.prepare(end)?;
         let carry = self.carry;
-        let end = carry + rec_len;
+        // A buffer holds an earlier record past the carry: every byte of
+        // the new one is written by fill_records (data, padding, parity,
+        // hashes).
+        let mut records: Vec<&mut [u8]> = self
+            .bufs
+            .iter_mut()
+            .flatten()
+            .map(|buf| &mut buf.capacity_mut()[carry..end])
+            .collect();
+        set.fill_records(rs, block, k, &mut records)?;
+        self.ship(end, last)
+    }
+
+    /// Reads the body's next block (up to [`BLOCK_SIZE`] bytes) straight
+    /// into the data shards of its records: shard `j` gets the block's
+    /// bytes `j * sl..(j + 1) * sl`, where they are hashed and encoded
+    /// without a copy ([`seal_block`](Self::seal_block)). Returns how many
+    /// bytes were read: fewer than a block only at the body's end.
+    async fn read_block<R: AsyncRead + Unpin>(&mut self, body: &mut R) -> Result<usize> {
+        let (at, sl) = (self.carry + HASH_LEN, self.sl);
+        self.prepare(at + sl)?;
+        let mut got = 0;
+        for j in 0..self.k {
+            let share = shard_share(BLOCK_SIZE, sl, j);
+            let n = read_full(body, &mut self.data_buf(j).capacity_mut()[at..at + share]).await?;
+            got += n;
+            if n < share {
+                break;
+            }
+        }
+        Ok(got)
+    }
+
+    /// Feeds the `got` bytes [`read_block`](Self::read_block) read to `md5`
+    /// and encodes them; returns, per shard, what its writer gets now (as
+    /// [`encode`](Self::encode)). A full block is the file's end when
+    /// `full_is_last`; a short one always is, and nothing (`got == 0`)
+    /// gives the carried bytes.
+    async fn seal_block(
+        &mut self,
+        set: &ErasureSet,
+        rs: &Coder,
+        got: usize,
+        md5: &mut Option<md5x::Hasher>,
+        full_is_last: bool,
+    ) -> Result<Vec<Option<AlignedBuf>>> {
+        let (k, sl, at) = (self.k, self.sl, self.carry + HASH_LEN);
+        if got == 0 {
+            // The body ended on a block boundary: the files' last bytes
+            // are what is carried.
+            return Ok(self.tails());
+        }
+        if got < BLOCK_SIZE {
+            // The body's short last block: its shards are narrower than the
+            // ones it was read into, so it is gathered and encoded from a
+            // copy (once per upload).
+            let mut block = Vec::with_capacity(got);
+            for j in 0..k {
+                let n = shard_share(got, sl, j);
+                block.extend_from_slice(&self.data_buf(j).capacity_slice()[at..at + n]);
+            }
+            if let Some(h) = md5.take() {
+                let (h, b) = h.update_block(block).await;
+                block = b;
+                *md5 = Some(h);
+            }
+            return self.encode(set, rs, &block, k, true);
+        }
+        if let Some(h) = md5.take() {
+            // The data shards' buffers go to the hub and come back.
+            let parts = (0..k)
+                .map(|j| {
+                    let buf = self.bufs[j].take().expect("read_block gave it a buffer");
+                    (buf, at..at + shard_share(BLOCK_SIZE, sl, j))
+                })
+                .collect();
+            let (h, bufs) = h.update_parts(parts).await;
+            for (slot, buf) in self.bufs.iter_mut().zip(bufs) {
+                *slot = Some(buf);
+            }
+            *md5 = Some(h);
+        }
+        let (carry, end) = (self.carry, at + sl);
+        let mut records: Vec<&mut [u8]> = self
+            .bufs
+            .iter_mut()
+            .map(|buf| &mut buf.as_mut().expect("read_block gave it a buffer").capacity_mut()[carry..end])
+            .collect();
+        for (j, rec) in records.iter_mut().take(k).enumerate() {
+            rec[HASH_LEN + shard_share(BLOCK_SIZE, sl, j)..].fill(0);
+        }
+        set.seal_records(rs, k, &mut records)?;
+        self.ship(end, full_is_last)
+    }
+
+    fn data_buf(&mut self, j: usize) -> &mut AlignedBuf {
+        self.bufs[j]
+            .as_mut()
+            .expect("read_block gave every shard a buffer")
+    }
+
+    /// Gives every shard a buffer with room for records ending at `end`
+    /// (after the carry).
+    fn prepare(&mut self, end: usize) -> Result<()> {
+        let carry = self.carry;
         for i in 0..self.bufs.len() {
             match &self.bufs[i] {
                 None => self.bufs[i] = Some(self.buffer_for(end)?),
@@ -2272,16 +2385,12 @@ impl RecordStreams {
                 Some(_) => {}
             }
         }
-        // A buffer holds an earlier record past the carry: every byte of
-        // the new one is written by fill_records (data, padding, parity,
-        // hashes).
-        let mut records: Vec<&mut [u8]> = self
-            .bufs
-            .iter_mut()
-            .flatten()
-            .map(|buf| &mut buf.capacity_mut()[carry..end])
-            .collect();
-        set.fill_records(rs, block, k, &mut records)?;
+        Ok(())
+    }
+
+    /// Hands out the records written up to `end`: the whole `ALIGN` blocks
+    /// (everything when `last`); the rest is carried into new buffers.
+    fn ship(&mut self, end: usize, last: bool) -> Result<Vec<Option<AlignedBuf>>> {
         let ship = if last { end } else { end & !(ALIGN - 1) };
         if ship == 0 {
             self.carry = end;
@@ -2588,7 +2697,62 @@ mod tests {
                         assert!(got[s] == want[s], "k={k} m={m} len={len} shard {s}");
                     }
                 }
+                // The PUT path: the body read straight into the data shards
+                // (through reads of uneven sizes), hashed there and encoded
+                // in place; same records, and the body's MD5.
+                for known_end in [true, false, true] {
+                    let mut body = Trickle {
+                        data: &data,
+                        step: 1 + (len % 7919),
+                    };
+                    let mut streams = RecordStreams::new(&set, k, m);
+                    let mut md5 = Some(md5x::Md5Hub::global().hasher());
+                    let mut got = vec![Vec::new(); k + m];
+                    let mut total = 0;
+                    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                    loop {
+                        let n = rt.block_on(streams.read_block(&mut body)).unwrap();
+                        total += n;
+                        let last = known_end && total == len;
+                        let out = rt
+                            .block_on(streams.seal_block(&set, &rs, n, &mut md5, last))
+                            .unwrap();
+                        for (s, buf) in out.into_iter().enumerate() {
+                            let Some(mut buf) = buf else { continue };
+                            got[s].extend_from_slice(&buf);
+                            buf.capacity_mut().fill(0x5a);
+                        }
+                        if n < BLOCK_SIZE || last {
+                            break;
+                        }
+                    }
+                    assert_eq!(total, len);
+                    for s in 0..k + m {
+                        assert!(got[s] == want[s], "in place: k={k} m={m} len={len} shard {s}");
+                    }
+                    let md5 = md5.unwrap().finalize();
+                    assert_eq!(md5, md5x::digest(&data), "k={k} len={len}");
+                }
             }
+        }
+    }
+
+    /// A body that hands out at most `step` bytes per read.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl AsyncRead for Trickle<'_> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let n = self.step.min(self.data.len()).min(buf.remaining());
+            buf.put_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            std::task::Poll::Ready(Ok(()))
         }
     }
 }
