@@ -2353,7 +2353,12 @@ impl RecordStreams {
         let mut records: Vec<&mut [u8]> = self
             .bufs
             .iter_mut()
-            .map(|buf| &mut buf.as_mut().expect("read_block gave it a buffer").capacity_mut()[carry..end])
+            .map(|buf| {
+                &mut buf
+                    .as_mut()
+                    .expect("read_block gave it a buffer")
+                    .capacity_mut()[carry..end]
+            })
             .collect();
         for (j, rec) in records.iter_mut().take(k).enumerate() {
             rec[HASH_LEN + shard_share(BLOCK_SIZE, sl, j)..].fill(0);
@@ -2709,7 +2714,9 @@ mod tests {
                     let mut md5 = Some(md5x::Md5Hub::global().hasher());
                     let mut got = vec![Vec::new(); k + m];
                     let mut total = 0;
-                    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap();
                     loop {
                         let n = rt.block_on(streams.read_block(&mut body)).unwrap();
                         total += n;
@@ -2728,7 +2735,10 @@ mod tests {
                     }
                     assert_eq!(total, len);
                     for s in 0..k + m {
-                        assert!(got[s] == want[s], "in place: k={k} m={m} len={len} shard {s}");
+                        assert!(
+                            got[s] == want[s],
+                            "in place: k={k} m={m} len={len} shard {s}"
+                        );
                     }
                     let md5 = md5.unwrap().finalize();
                     assert_eq!(md5, md5x::digest(&data), "k={k} len={len}");
