@@ -275,14 +275,15 @@ impl Job {
 
     /// The segment holding block `from` (`< blocks`) and the index of
     /// `from` in it.
-    fn locate(&self, mut from: usize) -> (&Segment, usize) {
+    fn locate(&self, from: usize) -> (&Segment, usize) {
+        let mut at = from;
         for seg in &self.segments {
-            if from < seg.blocks {
-                return (seg, from);
+            if at < seg.blocks {
+                return (seg, at);
             }
-            from -= seg.blocks;
+            at -= seg.blocks;
         }
-        panic!("block {from} past the job's end");
+        panic!("block {from} past the job's end ({} blocks)", self.blocks);
     }
 
     /// How many blocks from block `from` (`< blocks`) are contiguous: the
@@ -921,7 +922,7 @@ impl Hasher {
         }
     }
 
-    /// Splits the stream `parts` continue into whole blocks: runs of the
+    /// Splits the bytes `parts` add to the stream into whole blocks: runs of the
     /// parts' own bytes, and glue blocks (copied into the returned buffer)
     /// where a block completes the bytes buffered before or straddles two
     /// parts. The last partial block is buffered in the hasher, which
