@@ -922,10 +922,10 @@ impl Hasher {
         }
     }
 
-    /// Splits the bytes `parts` add to the stream into whole blocks: runs of the
-    /// parts' own bytes, and glue blocks (copied into the returned buffer)
-    /// where a block completes the bytes buffered before or straddles two
-    /// parts. The last partial block is buffered in the hasher, which
+    /// Splits the bytes `parts` add to the stream into whole blocks: runs
+    /// of the parts' own bytes, and glue blocks (copied into the returned
+    /// buffer) where a block completes the bytes buffered before or
+    /// straddles two parts. The last partial block is buffered in the hasher, which
     /// counts every byte: the hasher is in the state after the blocks as
     /// soon as they are hashed from its current state.
     fn plan(&mut self, parts: &[&[u8]]) -> (Vec<Piece>, Vec<u8>) {
