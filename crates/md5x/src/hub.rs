@@ -755,20 +755,28 @@ impl Hasher {
     /// the caller to buffer after the whole blocks).
     fn prefix(&mut self, data: &[u8]) -> std::ops::Range<usize> {
         self.total += data.len() as u64;
-        let mut start = 0;
-        if self.buf_len > 0 {
-            let take = (BLOCK - self.buf_len).min(data.len());
-            self.buf[self.buf_len..self.buf_len + take].copy_from_slice(&data[..take]);
-            self.buf_len += take;
-            start = take;
-            if self.buf_len < BLOCK {
-                return start..start;
-            }
+        let start = self.top_up(data);
+        if self.buf_len == BLOCK {
             portable::compress(&mut self.state, &self.buf);
             self.buf_len = 0;
+        } else if self.buf_len > 0 {
+            return start..start;
         }
         let whole = (data.len() - start) / BLOCK * BLOCK;
         start..start + whole
+    }
+
+    /// Moves the head of `data` into the buffered partial block, if there
+    /// is one, up to a whole block (which the caller then takes and
+    /// clears). Returns how many bytes it took.
+    fn top_up(&mut self, data: &[u8]) -> usize {
+        if self.buf_len == 0 {
+            return 0;
+        }
+        let take = (BLOCK - self.buf_len).min(data.len());
+        self.buf[self.buf_len..self.buf_len + take].copy_from_slice(&data[..take]);
+        self.buf_len += take;
+        take
     }
 
     fn buffer_tail(&mut self, tail: &[u8]) {
@@ -925,26 +933,21 @@ impl Hasher {
     /// Splits the bytes `parts` add to the stream into whole blocks: runs
     /// of the parts' own bytes, and glue blocks (copied into the returned
     /// buffer) where a block completes the bytes buffered before or
-    /// straddles two parts. The last partial block is buffered in the hasher, which
-    /// counts every byte: the hasher is in the state after the blocks as
-    /// soon as they are hashed from its current state.
+    /// straddles two parts. The last partial block is buffered in the
+    /// hasher, which counts every byte: the hasher is in the state after
+    /// the blocks as soon as they are hashed from its current state.
     fn plan(&mut self, parts: &[&[u8]]) -> (Vec<Piece>, Vec<u8>) {
         let mut pieces = Vec::new();
         let mut glue = Vec::new();
         for (i, part) in parts.iter().enumerate() {
             self.total += part.len() as u64;
-            let mut at = 0;
-            if self.buf_len > 0 {
-                let take = (BLOCK - self.buf_len).min(part.len());
-                self.buf[self.buf_len..self.buf_len + take].copy_from_slice(&part[..take]);
-                self.buf_len += take;
-                at = take;
-                if self.buf_len < BLOCK {
-                    continue;
-                }
+            let mut at = self.top_up(part);
+            if self.buf_len == BLOCK {
                 pieces.push(Piece::Glue { start: glue.len() });
                 glue.extend_from_slice(&self.buf);
                 self.buf_len = 0;
+            } else if self.buf_len > 0 {
+                continue;
             }
             let blocks = (part.len() - at) / BLOCK;
             if blocks > 0 {

@@ -2261,23 +2261,27 @@ impl RecordStreams {
         set: &ErasureSet,
         rs: &Coder,
         block: &[u8],
-        k: usize,
         last: bool,
     ) -> Result<Vec<Option<AlignedBuf>>> {
+        let k = self.k;
         let end = self.carry + HASH_LEN + block.len().div_ceil(k);
         self.prepare(end)?;
-        let carry = self.carry;
         // A buffer holds an earlier record past the carry: every byte of
         // the new one is written by fill_records (data, padding, parity,
         // hashes).
-        let mut records: Vec<&mut [u8]> = self
-            .bufs
+        set.fill_records(rs, block, k, &mut self.records(end))?;
+        self.ship(end, last)
+    }
+
+    /// Every shard's record from the carry to `end`, once
+    /// [`prepare`](Self::prepare)d.
+    fn records(&mut self, end: usize) -> Vec<&mut [u8]> {
+        let carry = self.carry;
+        self.bufs
             .iter_mut()
             .flatten()
             .map(|buf| &mut buf.capacity_mut()[carry..end])
-            .collect();
-        set.fill_records(rs, block, k, &mut records)?;
-        self.ship(end, last)
+            .collect()
     }
 
     /// Reads the body's next block (up to [`BLOCK_SIZE`] bytes) straight
@@ -2333,7 +2337,7 @@ impl RecordStreams {
                 block = b;
                 *md5 = Some(h);
             }
-            return self.encode(set, rs, &block, k, true);
+            return self.encode(set, rs, &block, true);
         }
         if let Some(h) = md5.take() {
             // The data shards' buffers go to the hub and come back.
@@ -2349,17 +2353,8 @@ impl RecordStreams {
             }
             *md5 = Some(h);
         }
-        let (carry, end) = (self.carry, at + sl);
-        let mut records: Vec<&mut [u8]> = self
-            .bufs
-            .iter_mut()
-            .map(|buf| {
-                &mut buf
-                    .as_mut()
-                    .expect("read_block gave it a buffer")
-                    .capacity_mut()[carry..end]
-            })
-            .collect();
+        let end = at + sl;
+        let mut records = self.records(end);
         for (j, rec) in records.iter_mut().take(k).enumerate() {
             rec[HASH_LEN + shard_share(BLOCK_SIZE, sl, j)..].fill(0);
         }
@@ -2679,7 +2674,7 @@ mod tests {
                     let blocks: Vec<&[u8]> = data.chunks(BLOCK_SIZE).collect();
                     for (i, block) in blocks.iter().enumerate() {
                         let last = block.len() < BLOCK_SIZE || (known_end && i + 1 == blocks.len());
-                        outs.push((last, streams.encode(&set, &rs, block, k, last).unwrap()));
+                        outs.push((last, streams.encode(&set, &rs, block, last).unwrap()));
                     }
                     if !outs.last().unwrap().0 {
                         outs.push((true, streams.tails()));
