@@ -184,6 +184,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         rrs_parity: cfg.rrs_parity,
         set_drive_count: cfg.drives.set_drive_count,
         drive: None,
+        put_queue_bytes_per_drive: None,
     };
     let layer = Arc::new(
         ObjectLayer::open_pool_dirs(&cfg.drives.pools, opts)

@@ -1,16 +1,16 @@
 //! The PUT's streamed shard files (records encoded behind a carried tail so
 //! that the drive writers get whole `O_DIRECT` blocks): sizes around the
 //! erasure block, set shapes whose records cross the 4 KiB blocks at every
-//! offset, announced and unannounced sizes, and shard writers failing in
-//! the middle of an object.
+//! offset, announced and unannounced sizes, shard writers failing in the
+//! middle of an object, and concurrent uploads sharing a small PUT queue.
 
 mod support;
 
 use std::path::PathBuf;
 
 use md5::{Digest, Md5};
-use object::layer::{Error, ObjectLayer, PutOptions};
-use support::{data, dirs, faulty_layer, get, staging_leftovers};
+use object::layer::{Error, LayerOptions, ObjectLayer, PutOptions};
+use support::{data, dirs, faulty_layer, faulty_layer_with, get, staging_leftovers};
 
 async fn put(
     l: &ObjectLayer,
@@ -130,5 +130,66 @@ async fn writers_failing_mid_object() {
     for d in &ds {
         let left = staging_leftovers(d);
         assert!(left.is_empty(), "{}: {left:?}", d.display());
+    }
+}
+
+/// Uploads at once through a set whose PUT queue holds one block's records
+/// (600 KiB per drive: EC 2+2 records are 512 KiB), or less than one (4 KiB
+/// per drive): every upload waits its turn for each block, none starves or
+/// deadlocks, a writer failing mid-object gives its queue share back, and
+/// every object reads back whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_uploads_share_a_small_put_queue() {
+    for per_drive in [600 << 10, 4 << 10] {
+        let tmp = tempfile::tempdir().unwrap();
+        let ds = dirs(tmp.path(), 4);
+        let opts = LayerOptions {
+            put_queue_bytes_per_drive: Some(per_drive),
+            ..Default::default()
+        };
+        let (l, faulty) = faulty_layer_with(&ds, opts).await;
+        let l = std::sync::Arc::new(l);
+        l.make_bucket("pstream").await.unwrap();
+        let sizes = [
+            (3 << 20) + 4097,
+            5 << 20,
+            (1 << 20) + 1,
+            (7 << 20) + 12_345,
+            2 << 20,
+            (4 << 20) - 1,
+        ];
+        for round in 0..2 {
+            // In the second round one drive's writers fail after a few
+            // writes: the uploads go on with the write quorum (3 of 4), and
+            // the records that drive never wrote leave the queue.
+            faulty[2].fail_writes_after((round == 1).then_some(5));
+            let mut tasks = tokio::task::JoinSet::new();
+            for (i, &len) in sizes.iter().enumerate() {
+                let l = l.clone();
+                tasks.spawn(async move {
+                    let body = data(len, (round * 10 + i) as u64);
+                    let key = format!("c{round}-{i}");
+                    let info = put(&l, &key, &body, i % 2 == 0, None).await.unwrap();
+                    assert_eq!(info.size, len as u64);
+                    assert_eq!(info.etag, hex::encode(Md5::digest(&body)), "{key}");
+                    (key, body)
+                });
+            }
+            let done = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+                let mut done = Vec::new();
+                while let Some(r) = tasks.join_next().await {
+                    done.push(r.unwrap());
+                }
+                done
+            })
+            .await
+            .expect("uploads sharing the queue stalled");
+            faulty[2].fail_writes_after(None);
+            assert_eq!(done.len(), sizes.len());
+            for (key, body) in done {
+                let got = get(&l, "pstream", &key).await.unwrap();
+                assert!(got == body, "{per_drive} {key}");
+            }
+        }
     }
 }

@@ -89,6 +89,10 @@ pub struct LayerOptions {
     pub set_drive_count: Option<usize>,
     /// Configuration of the local drives opened by [`ObjectLayer::open_dirs`].
     pub drive: Option<LocalDriveConfig>,
+    /// Bytes of shard records that streamed PUTs may have queued for or
+    /// being written to each drive of a set, all uploads together (64 MiB
+    /// when `None`); uploads beyond it wait for the drives.
+    pub put_queue_bytes_per_drive: Option<usize>,
 }
 
 /// One pool: a range of the layer's sets and how keys hash onto them.
@@ -271,7 +275,10 @@ impl ObjectLayer {
         for (drives, &size) in pools.iter().zip(&set_sizes) {
             let start = sets.len();
             for chunk in drives.chunks(size) {
-                let set = ErasureSet::new(chunk.to_vec(), storage_class.standard_parity())?;
+                let mut set = ErasureSet::new(chunk.to_vec(), storage_class.standard_parity())?;
+                if let Some(bytes) = opts.put_queue_bytes_per_drive {
+                    set = set.with_put_queue(bytes);
+                }
                 set.ensure_meta_volumes().await;
                 let cleaned = set.clean_tmp().await;
                 if cleaned > 0 {

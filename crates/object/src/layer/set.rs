@@ -27,7 +27,7 @@ use drive::format::{META_VOLUME, TMP_VOLUME};
 use drive::{ALIGN, AlignedBuf, BufferPool, Drive, DriveError, align_up};
 use ec_simd::ReedSolomon;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use uuid::Uuid;
 
@@ -63,6 +63,13 @@ const MAX_READ_BUFS: usize = 1024;
 const IDLE_READ_BUFS: usize = 160;
 /// Buffer sizes pooled per set (objects of unusual block sizes allocate).
 const MAX_READ_POOLS: usize = 4;
+/// Shard record bytes that streamed PUTs may have queued for or being
+/// written to each drive of a set, all uploads together: a bound on their
+/// memory however many upload at once (each upload also holds the block it
+/// is reading). Eight 16 MiB uploads to a 2+2 set queue up to about 33 MiB
+/// per drive; a drive writing 150 MB/s drains 64 MiB in under half a
+/// second.
+const PUT_QUEUE_BYTES_PER_DRIVE: usize = 64 << 20;
 /// Shard blocks queued per drive writer (back-pressure).
 const WRITE_QUEUE: usize = 4;
 /// The `v` field: the writer's release, as a Unix time.
@@ -72,6 +79,17 @@ pub const XL_META: &str = "xl.meta";
 /// Total metadata bytes (keys and values) accepted on a PUT (S3: 2 KiB of
 /// user metadata; standard headers need a little more).
 const MAX_METADATA_BYTES: usize = 8 << 10;
+
+/// The permits of a set's `put_queue`: one per [`ALIGN`] page of
+/// `bytes_per_drive` per drive, at least one.
+fn put_queue_pages(drives: usize, bytes_per_drive: usize) -> usize {
+    (drives.max(1).saturating_mul(bytes_per_drive) / ALIGN)
+        .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize))
+}
+
+/// A shard record on its way to a drive writer, with its share of the
+/// set's `put_queue` (given back once it is written).
+type Queued = (AlignedBuf, OwnedSemaphorePermit);
 
 /// Nanoseconds since the Unix epoch, now.
 pub(crate) fn now_nanos() -> i64 {
@@ -181,6 +199,12 @@ pub struct ErasureSet {
     coders: Mutex<HashMap<(usize, usize), Coder>>,
     pub(crate) bitrot: Bitrot,
     read_pools: Mutex<ReadPools>,
+    /// Pages ([`ALIGN`]) of shard records that streamed PUTs may have
+    /// queued for or being written to this set's drives, all uploads
+    /// together.
+    put_queue: Arc<Semaphore>,
+    /// All the permits of `put_queue`.
+    put_queue_pages: usize,
 }
 
 /// What reading the metadata of one object on every drive gave.
@@ -208,7 +232,21 @@ impl ErasureSet {
             coders: Mutex::new(HashMap::new()),
             bitrot: Bitrot::minio(),
             read_pools: Mutex::new(ReadPools::default()),
+            put_queue: Arc::new(Semaphore::new(put_queue_pages(
+                n,
+                PUT_QUEUE_BYTES_PER_DRIVE,
+            ))),
+            put_queue_pages: put_queue_pages(n, PUT_QUEUE_BYTES_PER_DRIVE),
         })
+    }
+
+    /// The same set with a PUT queue of `bytes_per_drive` per drive instead
+    /// of [`PUT_QUEUE_BYTES_PER_DRIVE`] (an upload's block always fits: a
+    /// queue smaller than one takes one block at a time).
+    pub fn with_put_queue(mut self, bytes_per_drive: usize) -> Self {
+        self.put_queue_pages = put_queue_pages(self.drives.len(), bytes_per_drive);
+        self.put_queue = Arc::new(Semaphore::new(self.put_queue_pages));
+        self
     }
 
     /// The set's drives, in set order.
@@ -589,7 +627,8 @@ impl ErasureSet {
     /// Streams `body` through the erasure coder to `tmp_part` in the temp
     /// area of every drive, one writer task per drive fed by a bounded
     /// channel (one erasure block in flight per drive at most
-    /// `WRITE_QUEUE` deep). Returns the size, the hex MD5 and the drives
+    /// `WRITE_QUEUE` deep, and the records of all uploads to the set within
+    /// its PUT queue). Returns the size, the hex MD5 and the drives
     /// that failed; fails (leaving nothing) below the write quorum, or if
     /// the body is not `size` bytes long when `size` is given.
     #[allow(clippy::too_many_arguments)]
@@ -607,10 +646,10 @@ impl ErasureSet {
         let expected = size.and_then(|s| {
             bitrot::shard_file_size(shard_data_len(s, k), (BLOCK_SIZE as u64).div_ceil(k as u64))
         });
-        let mut senders: Vec<Option<mpsc::Sender<AlignedBuf>>> = Vec::with_capacity(n);
+        let mut senders: Vec<Option<mpsc::Sender<Queued>>> = Vec::with_capacity(n);
         let mut tasks = JoinSet::new();
         for (d, drive) in self.drives.iter().enumerate() {
-            let (tx, mut rx) = mpsc::channel::<AlignedBuf>(WRITE_QUEUE);
+            let (tx, mut rx) = mpsc::channel::<Queued>(WRITE_QUEUE);
             let (drive, path) = (drive.clone(), tmp_part.to_owned());
             tasks.spawn(async move {
                 let r: std::result::Result<u64, DriveError> = async {
@@ -619,9 +658,10 @@ impl ErasureSet {
                     // one (vectored) write.
                     let mut batch = Vec::with_capacity(WRITE_QUEUE);
                     while rx.recv_many(&mut batch, WRITE_QUEUE).await > 0 {
-                        // The written buffers go back to their pool here.
-                        batch = w.write_many(std::mem::take(&mut batch)).await?;
-                        batch.clear();
+                        let (bufs, queued): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
+                        // The written buffers go back to their pool, and
+                        // their pages to the set's queue, here.
+                        drop((w.write_many(bufs).await?, queued));
                     }
                     w.finish().await
                 }
@@ -683,7 +723,7 @@ impl ErasureSet {
         distribution: &[usize],
         body: &mut R,
         (size, max, want_md5): (Option<u64>, u64, bool),
-        senders: &mut [Option<mpsc::Sender<AlignedBuf>>],
+        senders: &mut [Option<mpsc::Sender<Queued>>],
         quorum: usize,
     ) -> Result<(u64, String)> {
         // One hasher per upload from the process-wide hub: the 1 MiB blocks
@@ -712,12 +752,26 @@ impl ErasureSet {
             let mut out = streams
                 .seal_block(self, rs, got, &mut md5, size == Some(total))
                 .await?;
+            // The block's records wait here until the set's queue has room
+            // for all of them (taken at once: uploads holding part of what
+            // they need cannot starve each other).
+            let pages = |b: &AlignedBuf| b.len().div_ceil(ALIGN);
+            let wanted: usize = distribution
+                .iter()
+                .enumerate()
+                .filter(|(d, _)| senders[*d].is_some())
+                .filter_map(|(_, &s)| out[s - 1].as_ref().map(pages))
+                .sum();
+            let mut room = self.put_queue_room(wanted).await?;
             for (d, &s) in distribution.iter().enumerate() {
                 let Some(tx) = &senders[d] else { continue };
                 let Some(buf) = out[s - 1].take() else {
                     continue;
                 };
-                if tx.send(buf).await.is_err() {
+                let share = room
+                    .split(pages(&buf).min(room.num_permits()))
+                    .ok_or_else(|| Error::Internal("put queue permits".into()))?;
+                if tx.send((buf, share)).await.is_err() {
                     senders[d] = None;
                 }
             }
@@ -737,6 +791,16 @@ impl ErasureSet {
             total,
             md5.map(|h| hex::encode(h.finalize())).unwrap_or_default(),
         ))
+    }
+
+    /// `pages` of the set's PUT queue (all of it if it has fewer), waiting
+    /// while other uploads' records fill it.
+    async fn put_queue_room(&self, pages: usize) -> Result<OwnedSemaphorePermit> {
+        let pages = u32::try_from(pages.min(self.put_queue_pages)).unwrap_or(u32::MAX);
+        Arc::clone(&self.put_queue)
+            .acquire_many_owned(pages)
+            .await
+            .map_err(|_| Error::Internal("put queue closed".into()))
     }
 
     /// Splits `block` into `k` data shards of `ceil(len / k)` bytes (the last
@@ -2220,6 +2284,9 @@ struct RecordStreams {
     /// Per shard (`0..k + m`, not drive order): the buffer whose first
     /// `carry` bytes are carried.
     bufs: Vec<Option<AlignedBuf>>,
+    /// Per shard: the carry while its buffer is out (between
+    /// [`ship`](Self::ship) and the next [`prepare`](Self::prepare)).
+    carried: Vec<Vec<u8>>,
     carry: usize,
     /// Data shards, and the length of a full block's shards.
     k: usize,
@@ -2235,21 +2302,23 @@ impl RecordStreams {
             pool: set.read_pool(cap),
             cap,
             bufs: (0..k + m).map(|_| None).collect(),
+            carried: vec![Vec::new(); k + m],
             carry: 0,
             k,
             sl: BLOCK_SIZE.div_ceil(k),
         }
     }
 
-    /// An empty buffer of `cap` bytes, from the pool while it has one.
-    fn buffer(&self) -> Result<AlignedBuf> {
+    /// An empty buffer with room for records ending at `end`, from the
+    /// pool while it has one.
+    fn buffer(&self, end: usize) -> Result<AlignedBuf> {
         if let Some(Ok(mut buf)) = self.pool.as_ref().and_then(BufferPool::try_get)
-            && buf.capacity() >= self.cap
+            && buf.capacity() >= end
         {
             buf.clear();
             return Ok(buf);
         }
-        AlignedBuf::with_capacity(self.cap).map_err(Error::Drive)
+        AlignedBuf::with_capacity(end.max(self.cap)).map_err(Error::Drive)
     }
 
     /// Encodes `block` (at most [`BLOCK_SIZE`]) and returns, per shard, what
@@ -2270,7 +2339,7 @@ impl RecordStreams {
         // the new one is written by fill_records (data, padding, parity,
         // hashes).
         set.fill_records(rs, block, k, &mut self.records(end))?;
-        self.ship(end, last)
+        Ok(self.ship(end, last))
     }
 
     /// Every shard's record from the carry to `end`, once
@@ -2321,7 +2390,7 @@ impl RecordStreams {
         if got == 0 {
             // The body ended on a block boundary: the files' last bytes
             // are what is carried.
-            return Ok(self.tails());
+            return self.tails();
         }
         if got < BLOCK_SIZE {
             // The body's short last block: its shards are narrower than the
@@ -2359,7 +2428,7 @@ impl RecordStreams {
             rec[HASH_LEN + shard_share(BLOCK_SIZE, sl, j)..].fill(0);
         }
         set.seal_records(rs, k, &mut records)?;
-        self.ship(end, full_is_last)
+        Ok(self.ship(end, full_is_last))
     }
 
     fn data_buf(&mut self, j: usize) -> &mut AlignedBuf {
@@ -2368,17 +2437,22 @@ impl RecordStreams {
             .expect("read_block gave every shard a buffer")
     }
 
-    /// Gives every shard a buffer with room for records ending at `end`
-    /// (after the carry).
+    /// Gives every shard a buffer with room for records ending at `end`,
+    /// the carry in front. Buffers are taken only once the last block's
+    /// are shipped: an upload holds one block's buffers, not two.
     fn prepare(&mut self, end: usize) -> Result<()> {
         let carry = self.carry;
         for i in 0..self.bufs.len() {
             match &self.bufs[i] {
-                None => self.bufs[i] = Some(self.buffer_for(end)?),
+                None => {
+                    let mut buf = self.buffer(end)?;
+                    buf.extend_from_slice(&self.carried[i][..carry]);
+                    self.bufs[i] = Some(buf);
+                }
                 Some(cur) if cur.capacity() < end => {
                     // Only after blocks too small to hand out a whole ALIGN
                     // block (not a full erasure block of any set).
-                    let mut grown = self.buffer_for(end)?;
+                    let mut grown = self.buffer(end)?;
                     grown.extend_from_slice(&cur.capacity_slice()[..carry]);
                     self.bufs[i] = Some(grown);
                 }
@@ -2389,49 +2463,38 @@ impl RecordStreams {
     }
 
     /// Hands out the records written up to `end`: the whole `ALIGN` blocks
-    /// (everything when `last`); the rest is carried into new buffers.
-    fn ship(&mut self, end: usize, last: bool) -> Result<Vec<Option<AlignedBuf>>> {
+    /// (everything when `last`); the rest is carried to the next buffers.
+    fn ship(&mut self, end: usize, last: bool) -> Vec<Option<AlignedBuf>> {
         let ship = if last { end } else { end & !(ALIGN - 1) };
         if ship == 0 {
             self.carry = end;
-            return Ok(self.bufs.iter().map(|_| None).collect());
+            return self.bufs.iter().map(|_| None).collect();
         }
-        let mut out = Vec::with_capacity(self.bufs.len());
-        for i in 0..self.bufs.len() {
-            let next = if ship < end {
-                let mut next = self.buffer()?;
-                if let Some(cur) = &self.bufs[i] {
-                    next.extend_from_slice(&cur.capacity_slice()[ship..end]);
-                }
-                Some(next)
-            } else {
-                None
-            };
-            let mut cur = std::mem::replace(&mut self.bufs[i], next);
-            if let Some(cur) = &mut cur {
+        let out = self
+            .bufs
+            .iter_mut()
+            .zip(&mut self.carried)
+            .map(|(slot, carried)| {
+                let mut cur = slot.take()?;
+                carried.clear();
+                carried.extend_from_slice(&cur.capacity_slice()[ship..end]);
                 cur.set_len(ship);
-            }
-            out.push(cur);
-        }
+                Some(cur)
+            })
+            .collect();
         self.carry = end - ship;
-        Ok(out)
-    }
-
-    /// A buffer for records ending at `end` (only a carry of an unusually
-    /// small block could need more than `cap`).
-    fn buffer_for(&self, end: usize) -> Result<AlignedBuf> {
-        if end <= self.cap {
-            self.buffer()
-        } else {
-            AlignedBuf::with_capacity(end).map_err(Error::Drive)
-        }
+        out
     }
 
     /// The carried bytes of every shard (the files' end when the body
     /// ended on a block boundary); `None` for shards with nothing carried.
-    fn tails(&mut self) -> Vec<Option<AlignedBuf>> {
+    fn tails(&mut self) -> Result<Vec<Option<AlignedBuf>>> {
+        if self.carry > 0 {
+            self.prepare(self.carry)?;
+        }
         let carry = std::mem::take(&mut self.carry);
-        self.bufs
+        Ok(self
+            .bufs
             .iter_mut()
             .map(|slot| {
                 let mut buf = slot.take()?;
@@ -2440,7 +2503,7 @@ impl RecordStreams {
                     buf
                 })
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -2630,6 +2693,11 @@ mod tests {
             coders: Mutex::new(HashMap::new()),
             bitrot: Bitrot::minio(),
             read_pools: Mutex::new(ReadPools::default()),
+            put_queue: Arc::new(Semaphore::new(put_queue_pages(
+                0,
+                PUT_QUEUE_BYTES_PER_DRIVE,
+            ))),
+            put_queue_pages: put_queue_pages(0, PUT_QUEUE_BYTES_PER_DRIVE),
         };
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut byte = move || {
@@ -2677,7 +2745,7 @@ mod tests {
                         outs.push((last, streams.encode(&set, &rs, block, last).unwrap()));
                     }
                     if !outs.last().unwrap().0 {
-                        outs.push((true, streams.tails()));
+                        outs.push((true, streams.tails().unwrap()));
                     }
                     for (last, out) in outs {
                         assert_eq!(out.len(), k + m);

@@ -57,6 +57,14 @@ pub fn staging_leftovers(drive: &Path) -> Vec<String> {
 
 /// An object layer over a [`FaultyDrive`] on each of `ds`, and the drives.
 pub async fn faulty_layer(ds: &[PathBuf]) -> (ObjectLayer, Vec<Arc<FaultyDrive>>) {
+    faulty_layer_with(ds, LayerOptions::default()).await
+}
+
+/// [`faulty_layer`] with `opts`.
+pub async fn faulty_layer_with(
+    ds: &[PathBuf],
+    opts: LayerOptions,
+) -> (ObjectLayer, Vec<Arc<FaultyDrive>>) {
     let mut faulty = Vec::new();
     let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
     for d in ds {
@@ -64,9 +72,7 @@ pub async fn faulty_layer(ds: &[PathBuf]) -> (ObjectLayer, Vec<Arc<FaultyDrive>>
         faulty.push(f.clone());
         drives.push(f);
     }
-    let l = ObjectLayer::open(drives, LayerOptions::default())
-        .await
-        .unwrap();
+    let l = ObjectLayer::open(drives, opts).await.unwrap();
     (l, faulty)
 }
 
