@@ -41,6 +41,7 @@ pub mod list;
 pub mod lock;
 pub mod multipart;
 pub mod names;
+mod put_queue;
 pub mod set;
 pub mod types;
 
@@ -90,7 +91,7 @@ pub struct LayerOptions {
     /// Configuration of the local drives opened by [`ObjectLayer::open_dirs`].
     pub drive: Option<LocalDriveConfig>,
     /// Bytes of shard records that streamed PUTs may have queued for or
-    /// being written to each drive of a set, all uploads together (64 MiB
+    /// being written to each drive of a set, all uploads together (16 MiB
     /// when `None`); uploads beyond it wait for the drives.
     pub put_queue_bytes_per_drive: Option<usize>,
 }
