@@ -71,7 +71,8 @@ const MAX_READ_POOLS: usize = 4;
 /// waiting for it resume together and hash their blocks in the MD5 lanes
 /// together: eight 16 MiB uploads to a 2+2 set on the 2-vCPU bench machine
 /// took 1.23x-1.26x less CPU per byte with 16 MiB than unbounded, and peaked
-/// at 110 MiB instead of 190 (8 MiB: 1.04x-1.16x, 0.89x the throughput).
+/// at 110 MiB instead of 190 (8 MiB: 1.04x-1.14x less CPU per byte, but
+/// 0.89x-1.01x the throughput).
 const PUT_QUEUE_BYTES_PER_DRIVE: usize = 16 << 20;
 /// Shard blocks queued per drive writer (back-pressure).
 const WRITE_QUEUE: usize = 4;
