@@ -133,6 +133,22 @@ mod tests {
 
     use super::*;
 
+    /// A task waiting for `pages` of `q` (given a moment to queue up).
+    async fn waiter(q: &Arc<PutQueue>, pages: usize) -> tokio::task::JoinHandle<Room> {
+        let q = Arc::clone(q);
+        let task = tokio::spawn(async move { q.room(pages).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        task
+    }
+
+    /// The room `task` got, failing if it does not get any soon.
+    async fn got(task: tokio::task::JoinHandle<Room>) -> Room {
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("the waiter got its room")
+            .unwrap()
+    }
+
     #[test]
     fn sizes() {
         assert_eq!(PutQueue::new(0).pages(), 1);
@@ -155,9 +171,7 @@ mod tests {
         drop(a.split(30));
         assert_eq!(q.free(), 40);
         // A waiter for 50 gets them once enough comes back.
-        let q2 = Arc::clone(&q);
-        let waiter = tokio::spawn(async move { q2.room(50).await });
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let waiter = waiter(&q, 50).await;
         assert!(!waiter.is_finished());
         // 5 back: held (under a batch, room out); 5 more: still held.
         let mut b = b;
@@ -167,10 +181,7 @@ mod tests {
         assert!(!waiter.is_finished());
         // The rest of `a` (20): held reaches 30, a batch: handed on.
         drop(a);
-        let c = tokio::time::timeout(Duration::from_secs(5), waiter)
-            .await
-            .expect("the waiter got its room")
-            .unwrap();
+        let c = got(waiter).await;
         assert_eq!(c.pages(), 50);
         // What is left comes back when nothing else is out, batch or not.
         drop(b);
@@ -185,9 +196,7 @@ mod tests {
     async fn the_last_room_back_completes_a_waiter_that_collected_part() {
         let q = PutQueue::new(100 * ALIGN);
         let mut a = q.room(95).await;
-        let q2 = Arc::clone(&q);
-        let waiter = tokio::spawn(async move { q2.room(100).await });
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let waiter = waiter(&q, 100).await;
         for _ in 0..4 {
             drop(a.split(20));
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -195,10 +204,7 @@ mod tests {
         }
         // 15 left: under a batch, but nothing else is out.
         drop(a);
-        let w = tokio::time::timeout(Duration::from_secs(5), waiter)
-            .await
-            .expect("the waiter got its room")
-            .unwrap();
+        let w = got(waiter).await;
         assert_eq!(w.pages(), 100);
         drop(w);
         assert_eq!(q.free(), 100);

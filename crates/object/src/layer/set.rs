@@ -646,11 +646,18 @@ impl ErasureSet {
                     // Whatever queued up while the last write ran goes in
                     // one (vectored) write.
                     let mut batch = Vec::with_capacity(WRITE_QUEUE);
+                    let mut bufs = Vec::with_capacity(WRITE_QUEUE);
+                    let mut rooms = Vec::with_capacity(WRITE_QUEUE);
                     while rx.recv_many(&mut batch, WRITE_QUEUE).await > 0 {
-                        let (bufs, queued): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
+                        for (buf, room) in batch.drain(..) {
+                            bufs.push(buf);
+                            rooms.push(room);
+                        }
                         // The written buffers go back to their pool, and
                         // their pages to the set's queue, here.
-                        drop((w.write_many(bufs).await?, queued));
+                        bufs = w.write_many(bufs).await?;
+                        bufs.clear();
+                        rooms.clear();
                     }
                     w.finish().await
                 }
@@ -2419,21 +2426,18 @@ impl RecordStreams {
     fn prepare(&mut self, end: usize) -> Result<()> {
         let carry = self.carry;
         for i in 0..self.bufs.len() {
-            match &self.bufs[i] {
-                None => {
-                    let mut buf = self.buffer(end)?;
-                    buf.extend_from_slice(&self.carried[i][..carry]);
-                    self.bufs[i] = Some(buf);
-                }
-                Some(cur) if cur.capacity() < end => {
-                    // Only after blocks too small to hand out a whole ALIGN
-                    // block (not a full erasure block of any set).
-                    let mut grown = self.buffer(end)?;
-                    grown.extend_from_slice(&cur.capacity_slice()[..carry]);
-                    self.bufs[i] = Some(grown);
-                }
-                Some(_) => {}
-            }
+            // The carry is in the buffer still held, or was set aside when
+            // the last one shipped. A held buffer is too small only after
+            // blocks too small to hand out a whole ALIGN block (not a full
+            // erasure block of any set).
+            let from = match &self.bufs[i] {
+                None => &self.carried[i][..carry],
+                Some(cur) if cur.capacity() < end => &cur.capacity_slice()[..carry],
+                Some(_) => continue,
+            };
+            let mut buf = self.buffer(end)?;
+            buf.extend_from_slice(from);
+            self.bufs[i] = Some(buf);
         }
         Ok(())
     }
