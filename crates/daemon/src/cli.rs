@@ -128,6 +128,16 @@ pub const READ_HEADER_TIMEOUT: EnvVar = EnvVar {
     aliases: &["MINIO_READ_HEADER_TIMEOUT"],
     help: "longest wait for a request's headers, also the idle keep-alive timeout; default 30s",
 };
+pub const API_REQUESTS_MAX: EnvVar = EnvVar {
+    name: "TESSERA_API_REQUESTS_MAX",
+    aliases: &["MINIO_API_REQUESTS_MAX"],
+    help: "S3 requests served at once; more wait for a slot (0 or unset: from the memory available at start, 6 MiB per request)",
+};
+pub const API_REQUESTS_DEADLINE: EnvVar = EnvVar {
+    name: "TESSERA_API_REQUESTS_DEADLINE",
+    aliases: &["MINIO_API_REQUESTS_DEADLINE"],
+    help: "longest wait for a slot, then 503 SlowDown (Go-style duration, 0: refuse at once); default 10s",
+};
 pub const SCANNER_RATE: EnvVar = EnvVar {
     name: "TESSERA_SCANNER_RATE",
     aliases: &[],
@@ -173,6 +183,8 @@ pub const ENV_VARS: &[EnvVar] = &[
     LOG_FORMAT,
     SHUTDOWN_TIMEOUT,
     READ_HEADER_TIMEOUT,
+    API_REQUESTS_MAX,
+    API_REQUESTS_DEADLINE,
     SCANNER_RATE,
     SCANNER_INTERVAL,
     NOTIFY_SOCKET,

@@ -234,6 +234,11 @@ pub struct ServerConfig {
     pub scanner: ScanOptions,
     pub shutdown_timeout: Duration,
     pub read_header_timeout: Duration,
+    /// S3 requests served at once (`None`: from the memory available at
+    /// start, [`requests_max_for`]).
+    pub requests_max: Option<usize>,
+    /// Longest wait for a request slot before `503 SlowDown`.
+    pub requests_deadline: Duration,
     pub quiet: bool,
     pub anonymous: bool,
     /// Things to warn about once logging is up.
@@ -424,6 +429,55 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         total += Duration::from_secs_f64(secs);
     }
     Ok(total)
+}
+
+/// Memory one S3 request may hold, for the default bound on concurrent
+/// requests: the erasure block a streamed upload reads into (about 1 MiB
+/// for any set), or a GET's read-ahead of three blocks and its 2 MiB of
+/// queued response frames.
+pub const MEMORY_PER_REQUEST: u64 = 6 << 20;
+/// The most requests the bound allows, however much memory there is.
+pub const MAX_REQUESTS_CAP: usize = 1 << 16;
+
+/// The default bound on concurrent S3 requests for `available` bytes of
+/// memory: three quarters of it at [`MEMORY_PER_REQUEST`] each, at least
+/// 32 and at most [`MAX_REQUESTS_CAP`].
+pub fn requests_max_for(available: u64) -> usize {
+    let n = available / 4 * 3 / MEMORY_PER_REQUEST;
+    usize::try_from(n)
+        .unwrap_or(MAX_REQUESTS_CAP)
+        .clamp(32, MAX_REQUESTS_CAP)
+}
+
+/// The memory this process may use: `MemAvailable` of `/proc/meminfo`, or
+/// the cgroup's limit (v2 `memory.max`, v1 `memory.limit_in_bytes`) when
+/// that is lower. `None` where neither can be read.
+pub fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok());
+    memory_limit(meminfo.as_deref(), cgroup.as_deref())
+}
+
+/// [`available_memory`] from the files' text.
+fn memory_limit(meminfo: Option<&str>, cgroup: Option<&str>) -> Option<u64> {
+    let available = meminfo.and_then(|m| {
+        m.lines().find_map(|l| {
+            let kib = l.strip_prefix("MemAvailable:")?.trim().strip_suffix("kB")?;
+            kib.trim().parse::<u64>().ok().map(|k| k * 1024)
+        })
+    });
+    // "max" (v2) or a huge number (v1, no limit) parse to no bound or one
+    // above the machine's memory.
+    let limit = cgroup.and_then(|c| c.trim().parse::<u64>().ok());
+    match (available, limit) {
+        (Some(a), Some(l)) => Some(a.min(l)),
+        (a, l) => a.or(l),
+    }
 }
 
 fn duration_var(env: &Env, var: &EnvVar, default: Duration) -> Result<Duration, ConfigError> {
@@ -791,6 +845,21 @@ impl ServerConfig {
         if read_header_timeout.is_zero() {
             return err("the read header timeout must be positive");
         }
+        let requests_max = match env.get(&cli::API_REQUESTS_MAX) {
+            None => None,
+            Some((v, name)) => match v.trim().parse::<usize>() {
+                Ok(0) => None,
+                Ok(n) if n <= MAX_REQUESTS_CAP => Some(n),
+                _ => {
+                    return err(format!(
+                        "{name}='{v}': expected a number of requests from 1 to {MAX_REQUESTS_CAP} \
+                         (0: from the available memory)"
+                    ));
+                }
+            },
+        };
+        let requests_deadline =
+            duration_var(env, &cli::API_REQUESTS_DEADLINE, Duration::from_secs(10))?;
 
         Ok(ServerConfig {
             listen,
@@ -813,6 +882,8 @@ impl ServerConfig {
             },
             shutdown_timeout,
             read_header_timeout,
+            requests_max,
+            requests_deadline,
             quiet: args.quiet,
             anonymous: args.anonymous,
             warnings,
@@ -976,5 +1047,65 @@ mod tests {
         assert!(resolve(&["/d"], &[("TESSERA_LOG_FORMAT", "xml")]).is_err());
         assert!(resolve(&["/d"], &[("TESSERA_SHUTDOWN_TIMEOUT", "soon")]).is_err());
         assert!(resolve(&["/d"], &[("TESSERA_PROMETHEUS_AUTH_TYPE", "none")]).is_err());
+    }
+
+    #[test]
+    fn request_bound_settings() {
+        let c = resolve(&["/d"], &[]).unwrap();
+        assert_eq!(c.requests_max, None);
+        assert_eq!(c.requests_deadline, Duration::from_secs(10));
+        let c = resolve(
+            &["/d"],
+            &[
+                ("MINIO_API_REQUESTS_MAX", "1600"),
+                ("MINIO_API_REQUESTS_DEADLINE", "2m"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.requests_max, Some(1600));
+        assert_eq!(c.requests_deadline, Duration::from_secs(120));
+        let c = resolve(
+            &["/d"],
+            &[
+                ("TESSERA_API_REQUESTS_MAX", "0"),
+                ("MINIO_API_REQUESTS_MAX", "5"),
+                ("TESSERA_API_REQUESTS_DEADLINE", "0"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            c.requests_max, None,
+            "the Tessera name wins, 0 is automatic"
+        );
+        assert_eq!(c.requests_deadline, Duration::ZERO);
+        for bad in ["-1", "many", "70000"] {
+            assert!(
+                resolve(&["/d"], &[("TESSERA_API_REQUESTS_MAX", bad)]).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(resolve(&["/d"], &[("TESSERA_API_REQUESTS_DEADLINE", "soon")]).is_err());
+    }
+
+    #[test]
+    fn request_bound_from_memory() {
+        assert_eq!(requests_max_for(0), 32);
+        assert_eq!(requests_max_for(1 << 30), 128);
+        assert_eq!(requests_max_for(24 << 30), 3072);
+        assert_eq!(requests_max_for(u64::MAX), MAX_REQUESTS_CAP);
+        let meminfo =
+            "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(memory_limit(Some(meminfo), None), Some(20_000_000 * 1024));
+        assert_eq!(
+            memory_limit(Some(meminfo), Some("max\n")),
+            Some(20_000_000 * 1024)
+        );
+        assert_eq!(
+            memory_limit(Some(meminfo), Some("1073741824\n")),
+            Some(1 << 30)
+        );
+        assert_eq!(memory_limit(None, Some("1073741824")), Some(1 << 30));
+        assert_eq!(memory_limit(Some("MemTotal: 1 kB\n"), None), None);
+        assert_eq!(memory_limit(None, None), None);
     }
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use object::layer::{LayerOptions, ObjectLayer};
-use s3_gateway::{Gateway, GatewayConfig};
+use s3_gateway::{Gateway, GatewayConfig, GatewayLimits};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::{Command, ServerArgs, TokenArgs};
@@ -193,6 +193,20 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     );
 
     let metrics = Arc::new(Metrics::new());
+    let max_requests = match cfg.requests_max {
+        Some(n) => n,
+        None => {
+            let available = config::available_memory();
+            let n = config::requests_max_for(available.unwrap_or(4 << 30));
+            tracing::info!(
+                available_mib = available.map(|a| a >> 20),
+                max_requests = n,
+                "S3 requests served at once, from the memory available \
+                 (TESSERA_API_REQUESTS_MAX sets it)"
+            );
+            n
+        }
+    };
     let gateway = Gateway::new(
         layer.clone(),
         GatewayConfig {
@@ -207,6 +221,11 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
                 auto_encryption: cfg.auto_encryption,
                 tls: tls.is_some(),
                 insecure_sse_c: cfg.insecure_sse_c,
+            },
+            limits: GatewayLimits {
+                max_requests,
+                request_wait: cfg.requests_deadline,
+                ..GatewayLimits::default()
             },
             ..GatewayConfig::default()
         },

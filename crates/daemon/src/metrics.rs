@@ -19,7 +19,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use s3_gateway::{RequestObserver, RequestRecord, ResponseBody};
+use s3_gateway::{AdmissionStats, RequestObserver, RequestRecord, ResponseBody};
 
 use crate::health::Health;
 use crate::token;
@@ -76,6 +76,10 @@ pub struct Metrics {
     received: Family<Api, Counter>,
     sent: Family<Api, Counter>,
     pub in_flight: Gauge,
+    requests_limit: Gauge,
+    requests_waiting: Gauge,
+    requests_refused: Counter,
+    refused_seen: Mutex<u64>,
     pub connections_open: Gauge,
     pub connections: Counter,
     pub tls_handshake_errors: Counter,
@@ -109,6 +113,10 @@ impl Metrics {
             received,
             sent,
             in_flight: Gauge::default(),
+            requests_limit: Gauge::default(),
+            requests_waiting: Gauge::default(),
+            requests_refused: Counter::default(),
+            refused_seen: Mutex::new(0),
             connections_open: Gauge::default(),
             connections: Counter::default(),
             tls_handshake_errors: Counter::default(),
@@ -153,6 +161,21 @@ impl Metrics {
             "s3_requests_in_flight",
             "Requests being served",
             m.in_flight.clone(),
+        );
+        registry.register(
+            "s3_requests_limit",
+            "S3 requests served at once at most (TESSERA_API_REQUESTS_MAX; 0: no bound)",
+            m.requests_limit.clone(),
+        );
+        registry.register(
+            "s3_requests_waiting",
+            "S3 requests waiting for a slot",
+            m.requests_waiting.clone(),
+        );
+        registry.register(
+            "s3_requests_refused",
+            "S3 requests refused with SlowDown after waiting for a slot until the deadline",
+            m.requests_refused.clone(),
         );
         registry.register(
             "http_connections_open",
@@ -262,7 +285,18 @@ impl Metrics {
         health: &Health,
         layer: &ObjectLayer,
         scanner: Option<&ScannerHandle>,
+        admission: AdmissionStats,
     ) -> String {
+        self.requests_limit
+            .set(i64::try_from(admission.limit).unwrap_or(i64::MAX));
+        self.requests_waiting
+            .set(i64::try_from(admission.waiting).unwrap_or(i64::MAX));
+        {
+            let mut seen = self.refused_seen.lock().unwrap_or_else(|e| e.into_inner());
+            self.requests_refused
+                .inc_by(admission.refused.saturating_sub(*seen));
+            *seen = admission.refused.max(*seen);
+        }
         let s = health.snapshot().await;
         let online = s.online() as i64;
         self.drives

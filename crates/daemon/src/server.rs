@@ -74,7 +74,12 @@ impl App {
             }
             let text = self
                 .metrics
-                .render(&self.health, &self.layer, self.scanner.as_ref())
+                .render(
+                    &self.health,
+                    &self.layer,
+                    self.scanner.as_ref(),
+                    self.gateway.admission_stats(),
+                )
                 .await;
             let body = if method == http::Method::HEAD {
                 ResponseBody::empty()

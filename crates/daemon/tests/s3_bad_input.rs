@@ -313,3 +313,118 @@ async fn limits_on_parts_and_sizes() {
     assert!(r.status == 405 || r.status == 403, "{}", r.text());
     still_serves(&mut srv, "lim").await;
 }
+
+/// A metric's value in the public Prometheus text.
+fn metric(srv: &Server, name: &str) -> f64 {
+    let r =
+        srv.raw(b"GET /minio/v2/metrics/cluster HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_eq!(r.status, 200);
+    r.text()
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in the metrics"))
+}
+
+/// Polls until `cond` holds (at most 20 s).
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "timed out waiting: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_beyond_the_bound_wait_then_slow_down() {
+    let mut srv = Server::start_with_env(
+        4,
+        &[
+            ("TESSERA_API_REQUESTS_MAX", "2"),
+            ("TESSERA_API_REQUESTS_DEADLINE", "3s"),
+            ("TESSERA_PROMETHEUS_AUTH_TYPE", "public"),
+        ],
+    );
+    setup(&srv, "admit").await;
+    assert_eq!(metric(&srv, "tessera_s3_requests_limit"), 2.0);
+
+    // Two uploads whose clients send the head and a little of the body,
+    // then stall: each holds a slot while the server waits for its body.
+    let body = data(300_000, 7);
+    let slow = |key: &str| {
+        let req = srv.signed_raw("PUT", &format!("/admit/{key}"), &[], &body);
+        let head_end = req.len() - body.len();
+        let mut s = TcpStream::connect(&srv.addr).unwrap();
+        s.write_all(&req[..head_end + 1000]).unwrap();
+        (s, req[head_end + 1000..].to_vec())
+    };
+    let (first, _) = slow("slow-1");
+    let (mut second, second_rest) = slow("slow-2");
+    wait_until("two requests in flight", || {
+        metric(&srv, "tessera_s3_requests_in_flight") == 2.0
+    });
+
+    // A third waits for the deadline, then gets 503 SlowDown; health and
+    // metrics are still answered.
+    let list = srv.signed_raw("GET", "/admit?list-type=2", &[], b"");
+    let t = std::time::Instant::now();
+    let r = srv.raw(&list);
+    let waited = t.elapsed();
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (503, "SlowDown"),
+        "{}",
+        r.text()
+    );
+    assert!(
+        waited >= Duration::from_millis(2900),
+        "refused after {waited:?}"
+    );
+    assert_eq!(metric(&srv, "tessera_s3_requests_refused_total"), 1.0);
+    let live = srv.raw(b"GET /minio/health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_eq!(live.status, 200);
+
+    // A request that finds a slot within the deadline is served: the first
+    // upload's client goes away, which ends that request and frees its slot.
+    let addr = srv.addr.clone();
+    let waiter = std::thread::spawn(move || common::raw(&addr, &list));
+    wait_until("one request waiting", || {
+        metric(&srv, "tessera_s3_requests_waiting") == 1.0
+    });
+    first.shutdown(Shutdown::Both).unwrap();
+    drop(first);
+    let r = waiter.join().unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("<Key>keep</Key>"), "{}", r.text());
+
+    // The stalled upload that resumes completes, its bytes intact; the one
+    // whose client left stored nothing.
+    second.write_all(&second_rest).unwrap();
+    let mut resp = Vec::new();
+    second.read_to_end(&mut resp).unwrap();
+    assert_eq!(common::parse_response(&resp).status, 200);
+    let c = srv.client();
+    let got = c
+        .get_object()
+        .bucket("admit")
+        .key("slow-2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        &got.body.collect().await.unwrap().into_bytes()[..],
+        &body[..]
+    );
+    let e = c
+        .head_object()
+        .bucket("admit")
+        .key("slow-1")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 404);
+    assert_eq!(metric(&srv, "tessera_s3_requests_waiting"), 0.0);
+    still_serves(&mut srv, "admit").await;
+}

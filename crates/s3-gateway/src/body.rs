@@ -27,6 +27,7 @@ use object::layer::{Chunk, ChunkSink};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
+use crate::admission::Slot;
 use crate::auth::{ChecksumAlgorithm, ChunkedDecoder, Payload, PayloadSha256Verifier};
 use crate::checksum::Hasher;
 use crate::error::S3Error;
@@ -294,6 +295,9 @@ where
 /// The body of a response.
 pub struct ResponseBody {
     kind: Kind,
+    /// The request's admission slot, given back when the body is dropped
+    /// (sent, or its connection gone).
+    _slot: Option<Slot>,
 }
 
 enum Kind {
@@ -309,6 +313,7 @@ impl ResponseBody {
     pub fn empty() -> ResponseBody {
         ResponseBody {
             kind: Kind::Full(None),
+            _slot: None,
         }
     }
 
@@ -317,6 +322,7 @@ impl ResponseBody {
         let b: Bytes = data.into();
         ResponseBody {
             kind: Kind::Full(if b.is_empty() { None } else { Some(b) }),
+            _slot: None,
         }
     }
 
@@ -327,12 +333,21 @@ impl ResponseBody {
         (
             ResponseBody {
                 kind: Kind::Stream { rx, remaining: len },
+                _slot: None,
             },
             ChannelWriter {
                 tx,
                 budget: Arc::new(Semaphore::new(STREAM_BUDGET)),
             },
         )
+    }
+}
+
+impl ResponseBody {
+    /// The same body, keeping `slot` taken until it is dropped.
+    pub(crate) fn holding(mut self, slot: Slot) -> ResponseBody {
+        self._slot = Some(slot);
+        self
     }
 }
 

@@ -13,6 +13,7 @@
 //!   streams), and an incremental decoder of `aws-chunked` bodies (signed
 //!   chunks, checksum trailers).
 
+mod admission;
 pub mod auth;
 mod body;
 mod checksum;
@@ -23,6 +24,7 @@ mod service;
 mod time;
 mod xml;
 
+pub use admission::AdmissionStats;
 pub use encryption::EncryptionConfig;
 pub use error::S3Error;
 pub use service::{

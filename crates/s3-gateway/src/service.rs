@@ -10,6 +10,7 @@ use http_body::Body;
 use object::layer::ObjectLayer;
 use percent_encoding::percent_decode_str;
 
+use crate::admission::{Admission, AdmissionStats, Slot};
 use crate::auth::{
     AuthConfig, Authentication, Credentials, Payload, Principal, StaticCredentials, Verifier,
 };
@@ -66,6 +67,13 @@ pub struct GatewayLimits {
     pub max_part_bytes: u64,
     /// Longest wait for the next piece of a request body.
     pub body_idle_timeout: Duration,
+    /// Requests served at once, from their head to the end of their
+    /// response body (0: no bound). Health and metrics requests, answered
+    /// by the daemon before the gateway, do not count.
+    pub max_requests: usize,
+    /// Longest wait for a slot when `max_requests` are being served; then
+    /// `503 SlowDown` (zero: refused at once).
+    pub request_wait: Duration,
 }
 
 impl Default for GatewayLimits {
@@ -77,6 +85,8 @@ impl Default for GatewayLimits {
             max_object_bytes: 5 << 40,
             max_part_bytes: 5 << 30,
             body_idle_timeout: Duration::from_secs(60),
+            max_requests: 1024,
+            request_wait: Duration::from_secs(10),
         }
     }
 }
@@ -114,6 +124,7 @@ pub struct Gateway {
     pub(crate) config: GatewayConfig,
     verifier: Verifier<StaticCredentials>,
     observer: Option<Arc<dyn RequestObserver>>,
+    admission: Admission,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -137,6 +148,8 @@ pub(crate) struct Ctx<B> {
     pub access_key: String,
     pub api: &'static str,
     pub bytes_in: u64,
+    /// The request's admission slot, handed to its response body.
+    pub slot: Option<Slot>,
 }
 
 impl<B> Ctx<B> {
@@ -193,6 +206,7 @@ impl Gateway {
         Gateway {
             layer,
             verifier: Verifier::new(auth, creds),
+            admission: Admission::new(config.limits.max_requests, config.limits.request_wait),
             config,
             observer: None,
         }
@@ -211,6 +225,11 @@ impl Gateway {
     /// The object layer served.
     pub fn layer(&self) -> &Arc<ObjectLayer> {
         &self.layer
+    }
+
+    /// How the bound on concurrent requests stands.
+    pub fn admission_stats(&self) -> AdmissionStats {
+        self.admission.stats()
     }
 
     /// Serves one S3 request. Never panics on any input and never fails:
@@ -234,10 +253,15 @@ impl Gateway {
             access_key: String::new(),
             api: "Unknown",
             bytes_in: 0,
+            slot: None,
         };
         let head = ctx.parts.method == Method::HEAD;
         let mut resp = match self.serve(&mut ctx).await {
-            Ok(r) => r,
+            // The slot is given back once the response body is sent.
+            Ok(r) => match ctx.slot.take() {
+                Some(slot) => r.map(|b| b.holding(slot)),
+                None => r,
+            },
             Err(e) => {
                 let mut r = error_response(&e, &ctx.resource(), &ctx.request_id, head);
                 // A refused request may leave its body unread on the
@@ -297,6 +321,9 @@ impl Gateway {
     {
         self.check_headers(ctx)?;
         self.route(ctx)?;
+        // Before the body is read or the signature checked: both cost
+        // memory and CPU that the bound is there to limit.
+        ctx.slot = Some(self.admission.admit().await?);
         // Browser uploads carry their signature in the form, not the head.
         if ctx.parts.method == Method::POST
             && ctx.bucket.is_some()
