@@ -21,7 +21,14 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from s3util import client, error_of, no_url_encoding_client, raw_request, signed_headers
-from tessera_server import ACCESS_KEY, REGION, SECRET_KEY, ServerTestCase, unique_bucket
+from tessera_server import (
+    ACCESS_KEY,
+    REGION,
+    SECRET_KEY,
+    ServerTestCase,
+    TesseraServer,
+    unique_bucket,
+)
 
 MiB = 1024 * 1024
 
@@ -1335,6 +1342,66 @@ class ConnectionAndConsistencyTests(Boto3Case):
                 w.result()
             failures = [f for r in reads for f in r.result()]
         self.assertEqual(failures, [])
+
+
+class AdmissionTests(ServerTestCase):
+    """A server serving one S3 request at a time that refuses the others at
+    once: boto3 sees 503 SlowDown, and its standard retries get through
+    once the slot is free."""
+
+    @classmethod
+    def setUpClass(cls):
+        unittest.TestCase.setUpClass()
+        cls.server = TesseraServer(
+            env={"TESSERA_API_REQUESTS_MAX": "1", "TESSERA_API_REQUESTS_DEADLINE": "0"}
+        ).start()
+        cls.endpoint = cls.server.endpoint
+        cls.s3 = client(cls.endpoint)
+
+    def test_slow_down_then_retried(self):
+        bucket = unique_bucket("admit")
+        self.s3.create_bucket(Bucket=bucket)
+        # An upload whose client sends its head and part of its body, then
+        # stalls: it holds the only slot.
+        url = self.s3.generate_presigned_url(
+            "put_object", Params={"Bucket": bucket, "Key": "held"}, ExpiresIn=600
+        )
+        parts = urllib.parse.urlsplit(url)
+        held = socket.create_connection((parts.hostname, parts.port), timeout=30)
+        held.sendall(
+            f"PUT {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+            f"Content-Length: 100000\r\n\r\n".encode()
+            + b"x" * 1000
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                # Until the held upload has taken its slot, the list passes.
+                try:
+                    self.s3.list_objects_v2(Bucket=bucket)
+                except ClientError as error:
+                    code = error.response["Error"].get("Code")
+                    status = error.response["ResponseMetadata"]["HTTPStatusCode"]
+                    self.assertEqual((code, status), ("SlowDown", 503), error.response)
+                    break
+                self.assertLess(time.monotonic(), deadline, "the held upload never took the slot")
+                time.sleep(0.05)
+            patient = client(
+                self.endpoint, retries={"total_max_attempts": 10, "mode": "standard"}
+            )
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                put = pool.submit(patient.put_object, Bucket=bucket, Key="k", Body=b"retried")
+                time.sleep(0.3)
+                self.assertFalse(put.done(), "the put went through while the slot was held")
+                held.close()
+                held = None
+                response = put.result(timeout=60)
+            self.assertGreater(response["ResponseMetadata"]["RetryAttempts"], 0)
+            got = self.s3.get_object(Bucket=bucket, Key="k")["Body"].read()
+            self.assertEqual(got, b"retried")
+        finally:
+            if held is not None:
+                held.close()
 
 
 
