@@ -1345,15 +1345,15 @@ class ConnectionAndConsistencyTests(Boto3Case):
 
 
 class AdmissionTests(ServerTestCase):
-    """A server serving one S3 request at a time that refuses the others at
-    once: boto3 sees 503 SlowDown, and its standard retries get through
-    once the slot is free."""
+    """A server serving one S3 request at a time that refuses the others
+    after a millisecond: boto3 sees 503 SlowDown, and its standard retries
+    get through once the slot is free."""
 
     @classmethod
     def setUpClass(cls):
         unittest.TestCase.setUpClass()
         cls.server = TesseraServer(
-            env={"TESSERA_API_REQUESTS_MAX": "1", "TESSERA_API_REQUESTS_DEADLINE": "0"}
+            env={"TESSERA_API_REQUESTS_MAX": "1", "TESSERA_API_REQUESTS_DEADLINE": "1ms"}
         ).start()
         cls.endpoint = cls.server.endpoint
         cls.s3 = client(cls.endpoint)

@@ -136,7 +136,7 @@ pub const API_REQUESTS_MAX: EnvVar = EnvVar {
 pub const API_REQUESTS_DEADLINE: EnvVar = EnvVar {
     name: "TESSERA_API_REQUESTS_DEADLINE",
     aliases: &["MINIO_API_REQUESTS_DEADLINE"],
-    help: "longest wait for a slot, then 503 SlowDown (Go-style duration, 0: refuse at once); default 10s",
+    help: "longest wait for a slot, then 503 SlowDown (Go-style duration; 0 or unset: 10s, as MinIO reads it)",
 };
 pub const SCANNER_RATE: EnvVar = EnvVar {
     name: "TESSERA_SCANNER_RATE",

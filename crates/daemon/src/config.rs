@@ -858,8 +858,13 @@ impl ServerConfig {
                 }
             },
         };
+        // Zero is the default, as MinIO reads it; a short wait such as 1ms
+        // refuses at once.
         let requests_deadline =
-            duration_var(env, &cli::API_REQUESTS_DEADLINE, Duration::from_secs(10))?;
+            match duration_var(env, &cli::API_REQUESTS_DEADLINE, Duration::from_secs(10))? {
+                d if d.is_zero() => Duration::from_secs(10),
+                d => d,
+            };
 
         Ok(ServerConfig {
             listen,
@@ -1077,7 +1082,11 @@ mod tests {
             c.requests_max, None,
             "the Tessera name wins, 0 is automatic"
         );
-        assert_eq!(c.requests_deadline, Duration::ZERO);
+        assert_eq!(
+            c.requests_deadline,
+            Duration::from_secs(10),
+            "0 is the default"
+        );
         for bad in ["-1", "many", "70000"] {
             assert!(
                 resolve(&["/d"], &[("TESSERA_API_REQUESTS_MAX", bad)]).is_err(),
