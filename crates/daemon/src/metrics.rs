@@ -77,6 +77,7 @@ pub struct Metrics {
     sent: Family<Api, Counter>,
     pub in_flight: Gauge,
     requests_limit: Gauge,
+    requests_active: Gauge,
     requests_waiting: Gauge,
     requests_refused: Counter,
     refused_seen: Mutex<u64>,
@@ -114,6 +115,7 @@ impl Metrics {
             sent,
             in_flight: Gauge::default(),
             requests_limit: Gauge::default(),
+            requests_active: Gauge::default(),
             requests_waiting: Gauge::default(),
             requests_refused: Counter::default(),
             refused_seen: Mutex::new(0),
@@ -166,6 +168,11 @@ impl Metrics {
             "s3_requests_limit",
             "S3 requests served at once at most (TESSERA_API_REQUESTS_MAX; 0: no bound)",
             m.requests_limit.clone(),
+        );
+        registry.register(
+            "s3_requests_active",
+            "S3 requests holding a slot, from their admission to the end of their response body",
+            m.requests_active.clone(),
         );
         registry.register(
             "s3_requests_waiting",
@@ -289,6 +296,8 @@ impl Metrics {
     ) -> String {
         self.requests_limit
             .set(i64::try_from(admission.limit).unwrap_or(i64::MAX));
+        self.requests_active
+            .set(i64::try_from(admission.active).unwrap_or(i64::MAX));
         self.requests_waiting
             .set(i64::try_from(admission.waiting).unwrap_or(i64::MAX));
         {

@@ -362,8 +362,8 @@ async fn requests_beyond_the_bound_wait_then_slow_down() {
     };
     let (first, _) = slow("slow-1");
     let (mut second, second_rest) = slow("slow-2");
-    wait_until("two requests in flight", || {
-        metric(&srv, "tessera_s3_requests_in_flight") == 2.0
+    wait_until("two requests holding slots", || {
+        metric(&srv, "tessera_s3_requests_active") == 2.0
     });
 
     // A third waits for the deadline, then gets 503 SlowDown; health and
@@ -427,4 +427,8 @@ async fn requests_beyond_the_bound_wait_then_slow_down() {
     assert_eq!(status(&e), 404);
     assert_eq!(metric(&srv, "tessera_s3_requests_waiting"), 0.0);
     still_serves(&mut srv, "admit").await;
+    // Every slot comes back once the responses are sent.
+    wait_until("no slot held", || {
+        metric(&srv, "tessera_s3_requests_active") == 0.0
+    });
 }

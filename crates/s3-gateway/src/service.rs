@@ -68,11 +68,12 @@ pub struct GatewayLimits {
     /// Longest wait for the next piece of a request body.
     pub body_idle_timeout: Duration,
     /// Requests served at once, from their head to the end of their
-    /// response body (0: no bound). Health and metrics requests, answered
-    /// by the daemon before the gateway, do not count.
+    /// response body (0: no bound; default 1024, the daemon's is set from
+    /// memory). Health and metrics requests, answered by the daemon before
+    /// the gateway, do not count.
     pub max_requests: usize,
     /// Longest wait for a slot when `max_requests` are being served; then
-    /// `503 SlowDown` (zero: refused at once).
+    /// `503 SlowDown` (zero: refused at once; default 10 s).
     pub request_wait: Duration,
 }
 
