@@ -193,16 +193,11 @@ mod tests {
     #[tokio::test]
     async fn zero_means_no_bound() {
         let a = Admission::new(0, Duration::ZERO);
-        let held: Vec<Slot> = admit_many(&a, 1000).await;
+        let mut held = Vec::new();
+        for _ in 0..1000 {
+            held.push(a.admit().await.unwrap());
+        }
         assert_eq!(held.len(), 1000);
         assert_eq!(a.stats().active, 0);
-    }
-
-    async fn admit_many(a: &Admission, n: usize) -> Vec<Slot> {
-        let mut out = Vec::new();
-        for _ in 0..n {
-            out.push(a.admit().await.unwrap());
-        }
-        out
     }
 }

@@ -341,9 +341,7 @@ impl ResponseBody {
             },
         )
     }
-}
 
-impl ResponseBody {
     /// The same body, keeping `slot` taken until it is dropped.
     pub(crate) fn holding(mut self, slot: Slot) -> ResponseBody {
         self._slot = Some(slot);
