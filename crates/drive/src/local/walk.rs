@@ -4,6 +4,22 @@
 //! of its parent directory, and one `statx` of its directory instead of a
 //! listing when the link count says it has no subdirectory.
 //!
+//! The metadata heads read are kept in a per-drive cache ([`MetaCache`]),
+//! so that listing a bucket again reads no `xl.meta` that did not change.
+//! The walk `statx`es every object directory anyway (its link count says
+//! whether it holds subdirectories); a kept head is used again while that
+//! directory's stamp (device, inode, size, link count, modification and
+//! change times) is the one seen before the head was read, the head is
+//! younger than [`META_MAX_AGE`], and either nothing changed the drive's
+//! names since (the generation below) or the directory had not changed
+//! for [`SETTLED`] before the head was read (so that a later change shows
+//! another change time whatever the timestamp granularity). Every write of
+//! an `xl.meta`, by Tessera or by any tool that writes a file beside it
+//! and renames it into place, or removes it, changes its directory. An
+//! `xl.meta` rewritten in place by another process changes only the file:
+//! such a change shows within [`META_MAX_AGE`]. A hit costs the one
+//! `statx` instead of `openat` + `read` + `close` + `statx`.
+//!
 //! Large directories are kept in a per-drive cache of their sorted walk
 //! candidates ([`Namespace`]), so the pages of one listing do not each read
 //! the whole directory again. An entry is used only while nothing changed:
@@ -35,7 +51,7 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags};
 use tokio::sync::oneshot;
@@ -348,6 +364,126 @@ impl Stamp {
     }
 }
 
+/// Most bytes of metadata heads (with their keys) kept per drive.
+const META_CACHE_MAX_BYTES: usize = 16 << 20;
+/// Largest head kept.
+const META_CACHE_MAX_ENTRY: usize = 64 << 10;
+/// What an entry costs beyond its key and head (map slot, entry, boxes).
+const META_CACHE_OVERHEAD: usize = 96;
+/// A directory whose change time was at least this far in the past when
+/// a head in it was read shows another change time after any later change,
+/// even on a file system that keeps whole seconds (ext4 with 128-byte
+/// inodes).
+const SETTLED: Duration = Duration::from_secs(2);
+/// A kept head older than this is read again: the bound on how long an
+/// `xl.meta` rewritten in place by another process can go unseen.
+const META_MAX_AGE: Duration = Duration::from_secs(5);
+/// What `statx` of an object directory asks: its type and link count (for
+/// the subdirectory check) and a [`DirStamp`].
+const DIR_STAMP_MASK: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::NLINK)
+    .union(StatxFlags::INO)
+    .union(StatxFlags::SIZE)
+    .union(StatxFlags::MTIME)
+    .union(StatxFlags::CTIME);
+
+/// What identifies one state of an object directory, from `statx`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DirStamp {
+    dev: (u32, u32),
+    ino: u64,
+    size: u64,
+    nlink: u32,
+    mtime: (i64, u32),
+    ctime: (i64, u32),
+}
+
+impl DirStamp {
+    /// `None` when the file system does not report every field.
+    fn of(st: &rustix::fs::Statx) -> Option<DirStamp> {
+        (st.stx_mask & DIR_STAMP_MASK.bits() == DIR_STAMP_MASK.bits()).then_some(DirStamp {
+            dev: (st.stx_dev_major, st.stx_dev_minor),
+            ino: st.stx_ino,
+            size: st.stx_size,
+            nlink: st.stx_nlink,
+            mtime: (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
+            ctime: (st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec),
+        })
+    }
+
+    /// Whether the directory last changed at least [`SETTLED`] before
+    /// `now`.
+    fn settled(&self, now: SystemTime) -> bool {
+        let Ok(secs) = u64::try_from(self.ctime.0) else {
+            return false;
+        };
+        let changed = SystemTime::UNIX_EPOCH + Duration::new(secs, self.ctime.1.min(999_999_999));
+        now.duration_since(changed).is_ok_and(|d| d >= SETTLED)
+    }
+}
+
+/// A metadata head as read, and what makes it still good.
+struct MetaEntry {
+    /// The generation read before the directory's stamp was taken.
+    generation: u64,
+    /// The object directory's stamp, taken before the head was read.
+    stamp: DirStamp,
+    /// The directory had [`settled`](DirStamp::settled) then.
+    settled: bool,
+    read_at: Instant,
+    /// The head length asked for.
+    head: usize,
+    complete: bool,
+    bytes: Box<[u8]>,
+}
+
+impl MetaEntry {
+    fn cost(key: &str, bytes: &[u8]) -> usize {
+        key.len() + bytes.len() + META_CACHE_OVERHEAD
+    }
+}
+
+/// A drive's cache of metadata heads, by `volume/object dir`. Entries are
+/// admitted while the budget has room (a listing larger than it keeps its
+/// first keys rather than evicting what the next pass needs), dropped when
+/// found stale, and swept once older than [`META_MAX_AGE`] (so a drive
+/// nobody lists holds none for long).
+#[derive(Default)]
+struct MetaCache {
+    map: HashMap<String, MetaEntry>,
+    bytes: usize,
+    swept: Option<Instant>,
+}
+
+impl MetaCache {
+    /// Drops the entries too old to be used, at most once per
+    /// [`META_MAX_AGE`].
+    fn sweep(&mut self, now: Instant) {
+        let due = self
+            .swept
+            .is_none_or(|t| now.duration_since(t) >= META_MAX_AGE);
+        if !due {
+            return;
+        }
+        self.swept = Some(now);
+        let mut bytes = 0;
+        self.map.retain(|k, e| {
+            let keep = now.duration_since(e.read_at) < META_MAX_AGE;
+            if keep {
+                bytes += MetaEntry::cost(k, &e.bytes);
+            }
+            keep
+        });
+        self.bytes = bytes;
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(old) = self.map.remove(key) {
+            self.bytes -= MetaEntry::cost(key, &old.bytes);
+        }
+    }
+}
+
 struct Cached {
     generation: u64,
     stamp: Stamp,
@@ -368,6 +504,9 @@ struct DirCache {
 pub(crate) struct Namespace {
     generation: AtomicU64,
     dirs: Mutex<DirCache>,
+    metas: Mutex<MetaCache>,
+    /// Metadata heads served from `metas`.
+    meta_hits: AtomicU64,
     ahead: Mutex<Vec<Ahead>>,
     /// 1 while a walk ahead runs (one at a time per drive).
     ahead_running: AtomicUsize,
@@ -459,6 +598,69 @@ impl Namespace {
         }
     }
 
+    /// Whether a head of `key` is kept (stale or not; for tests).
+    #[cfg(test)]
+    fn has_meta(&self, key: &str) -> bool {
+        let metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
+        metas.map.contains_key(key)
+    }
+
+    /// The kept head of `key` if the file still has `stamp` and nothing
+    /// made it stale (see [`MetaCache`]); a stale entry is dropped.
+    fn meta_get(
+        &self,
+        key: &str,
+        generation: u64,
+        stamp: &DirStamp,
+        head: usize,
+    ) -> Option<(Vec<u8>, bool)> {
+        let now = Instant::now();
+        let mut metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
+        metas.sweep(now);
+        let hit = metas
+            .map
+            .get_mut(key)
+            .filter(|e| {
+                e.stamp == *stamp
+                    && (e.generation == generation || e.settled)
+                    && now.duration_since(e.read_at) < META_MAX_AGE
+                    && (e.head == head || (e.complete && e.bytes.len() <= head))
+            })
+            .map(|e| (e.bytes.to_vec(), e.complete));
+        match hit {
+            Some(h) => {
+                self.meta_hits.fetch_add(1, Ordering::Relaxed);
+                Some(h)
+            }
+            None => {
+                metas.remove(key);
+                None
+            }
+        }
+    }
+
+    /// Keeps `entry` for `key` if the budget has room.
+    fn meta_put(&self, key: &str, entry: MetaEntry) {
+        let cost = MetaEntry::cost(key, &entry.bytes);
+        if entry.bytes.len() > META_CACHE_MAX_ENTRY {
+            return;
+        }
+        let mut metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
+        metas.sweep(Instant::now());
+        metas.remove(key);
+        if metas.bytes + cost > META_CACHE_MAX_BYTES {
+            return;
+        }
+        metas.bytes += cost;
+        metas.map.insert(key.to_owned(), entry);
+    }
+
+    /// Drops the head of `key` (its directory is gone).
+    fn meta_forget(&self, key: &str) {
+        let mut metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
+        metas.remove(key);
+    }
+
     /// Keeps a walk ahead, dropping those too old and the oldest beyond
     /// the budget.
     fn put_ahead(&self, a: Ahead) {
@@ -534,6 +736,11 @@ pub(super) struct SyncFs<'r> {
     parent: Option<(String, String, OwnedFd)>,
     /// Reused buffer for a path under `parent`.
     sub: String,
+    /// Reused buffer for a [`MetaCache`] key.
+    key: String,
+    /// The key of the object directory `statx`ed last, and whether it may
+    /// hold subdirectories: the walk asks that next, as it enters it.
+    last_dir: (String, bool),
     label: &'r Path,
     /// Directories read, with their stamps (`None` beyond
     /// [`AHEAD_MAX_DIRS`]).
@@ -556,6 +763,8 @@ impl<'r> SyncFs<'r> {
             buf: Vec::new(),
             parent: None,
             sub: String::new(),
+            key: String::new(),
+            last_dir: (String::new(), true),
             label,
             dirs: Some(Vec::new()),
             cancel: None,
@@ -727,6 +936,54 @@ impl<'r> SyncFs<'r> {
         head: usize,
     ) -> Result<Option<(Vec<u8>, bool)>> {
         self.cancelled()?;
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.push_str(volume);
+        key.push('/');
+        key.push_str(dir);
+        let r = self.read_meta_keyed(&key, volume, dir, head.clamp(1, MAX_HEAD));
+        self.key = key;
+        r
+    }
+
+    /// [`read_meta_now`](Self::read_meta_now) with the cache key made.
+    fn read_meta_keyed(
+        &mut self,
+        key: &str,
+        volume: &str,
+        dir: &str,
+        head: usize,
+    ) -> Result<Option<(Vec<u8>, bool)>> {
+        let ns = self.ns;
+        // Both before the stamp is taken: a change from then on makes what
+        // is read stale.
+        let generation = ns.generation();
+        let now = SystemTime::now();
+        let Some((parent, name)) = self.at_parent(volume, dir, "")? else {
+            ns.meta_forget(key);
+            return Ok(None);
+        };
+        let st = match rustix::fs::statx(parent, name, AtFlags::empty(), DIR_STAMP_MASK) {
+            Ok(st) => st,
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
+                ns.meta_forget(key);
+                return Ok(None);
+            }
+            Err(e) => return Err(map_io("statx", Ctx::Read, e.into())),
+        };
+        if u32::from(st.stx_mode) & libc::S_IFMT != libc::S_IFDIR {
+            ns.meta_forget(key);
+            return Ok(None);
+        }
+        self.last_dir.0.clear();
+        self.last_dir.0.push_str(key);
+        self.last_dir.1 = subdirs_possible(&st);
+        let stamp = DirStamp::of(&st);
+        if let Some(stamp) = &stamp
+            && let Some(hit) = ns.meta_get(key, generation, stamp, head)
+        {
+            return Ok(Some(hit));
+        }
         let Some((parent, sub)) = self.at_parent(volume, dir, META_FILE)? else {
             return Ok(None);
         };
@@ -738,11 +995,11 @@ impl<'r> SyncFs<'r> {
         ) {
             Ok(fd) => fd,
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
+                ns.meta_forget(key);
                 return Ok(None);
             }
             Err(e) => return Err(map_io("openat", Ctx::Read, e.into())),
         };
-        let head = head.clamp(1, MAX_HEAD);
         if self.buf.len() < head {
             self.buf.resize(head, 0);
         }
@@ -771,10 +1028,36 @@ impl<'r> SyncFs<'r> {
                 .map_err(|e| map_io("fstat", Ctx::Read, e.into()))?
                 .st_size as u64
                 <= head as u64;
-        Ok(Some((self.buf[..filled].to_vec(), complete)))
+        drop(fd);
+        let bytes = self.buf[..filled].to_vec();
+        if let Some(stamp) = stamp {
+            ns.meta_put(
+                key,
+                MetaEntry {
+                    generation,
+                    stamp,
+                    settled: stamp.settled(now),
+                    read_at: Instant::now(),
+                    head,
+                    complete,
+                    bytes: bytes.as_slice().into(),
+                },
+            );
+        }
+        Ok(Some((bytes, complete)))
     }
 
     fn may_have_subdirs_now(&mut self, volume: &str, dir: &str) -> Result<bool> {
+        // The `statx` of the metadata read just before, most of the time.
+        let last = &self.last_dir.0;
+        if last.len() == volume.len() + 1 + dir.len()
+            && last.starts_with(volume)
+            && last.ends_with(dir)
+            && last.as_bytes()[volume.len()] == b'/'
+        {
+            self.last_dir.0.clear();
+            return Ok(self.last_dir.1);
+        }
         let Some((parent, sub)) = self.at_parent(volume, dir, "")? else {
             return Ok(false);
         };
@@ -785,18 +1068,19 @@ impl<'r> SyncFs<'r> {
             StatxFlags::TYPE | StatxFlags::NLINK,
         ) {
             Ok(st) => {
-                if u32::from(st.stx_mode) & libc::S_IFMT != libc::S_IFDIR {
-                    return Ok(false);
-                }
-                // A directory's link count is 2 + its subdirectories on
-                // the file systems that count them (ext4, XFS, tmpfs);
-                // those that do not (btrfs, overlayfs) report 1.
-                Ok(st.stx_mask & StatxFlags::NLINK.bits() == 0 || st.stx_nlink != 2)
+                Ok(u32::from(st.stx_mode) & libc::S_IFMT == libc::S_IFDIR && subdirs_possible(&st))
             }
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(false),
             Err(e) => Err(map_io("statx", Ctx::Read, e.into())),
         }
     }
+}
+
+/// Whether a directory may hold subdirectories: its link count is 2 + its
+/// subdirectories on the file systems that count them (ext4, XFS, tmpfs);
+/// those that do not (btrfs, overlayfs) report 1.
+fn subdirs_possible(st: &rustix::fs::Statx) -> bool {
+    st.stx_mask & StatxFlags::NLINK.bits() == 0 || st.stx_nlink != 2
 }
 
 impl WalkFs for SyncFs<'_> {
@@ -1101,5 +1385,212 @@ mod tests {
         );
         let last = format!("v/d{}", CACHE_MAX_BYTES / per + 3);
         assert!(dirs.map.contains_key(&last));
+    }
+
+    fn hits(d: &crate::LocalDrive) -> u64 {
+        d.inner.io.blocking.ns.meta_hits.load(Ordering::Relaxed)
+    }
+
+    fn objects(p: &WalkPage) -> u64 {
+        p.entries
+            .iter()
+            .filter(|e| matches!(e, WalkEntry::Object { .. }))
+            .count() as u64
+    }
+
+    fn meta_of<'p>(p: &'p WalkPage, key: &str) -> Option<&'p [u8]> {
+        p.entries.iter().find_map(|e| match e {
+            WalkEntry::Object { key: k, meta, .. } if k == key => Some(meta.as_slice()),
+            _ => None,
+        })
+    }
+
+    /// Makes every kept head of `d` older than META_MAX_AGE.
+    fn age_heads(d: &crate::LocalDrive) {
+        let mut metas = d.inner.io.blocking.ns.metas.lock().unwrap();
+        let old = Instant::now().checked_sub(META_MAX_AGE).unwrap();
+        for e in metas.map.values_mut() {
+            e.read_at = old;
+        }
+    }
+
+    /// A second walk takes every head from the cache. A head replaced or
+    /// removed by another process (the generation does not move) is read
+    /// again at once, one rewritten in place once it is META_MAX_AGE old,
+    /// and a change through the drive makes the heads read just before it
+    /// be read again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn metadata_heads_are_read_again_only_when_changed() {
+        let tmp = tempfile::tempdir().unwrap();
+        build(tmp.path(), 300);
+        let vol = tmp.path().join(VOL);
+        let d = drive(tmp.path()).await;
+        let o = opts("d/", None, None, 1000);
+        let first = d.walk(&o).await.unwrap();
+        assert_eq!(first.entries, plain(&d, &o).await.entries);
+        let n = objects(&first);
+        assert!(n > 300, "{n} objects");
+        let h = hits(&d);
+        let again = d.walk(&o).await.unwrap();
+        assert_eq!(again.entries, first.entries);
+        assert_eq!(hits(&d) - h, n, "every head from the cache");
+
+        // Far enough from the reads for any timestamp granularity but a
+        // whole second's.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let g = d.inner.io.blocking.ns.generation();
+        let staged = vol.join("staged");
+        std::fs::write(&staged, b"renamed over").unwrap();
+        std::fs::rename(&staged, vol.join("d/k00030").join(META_FILE)).unwrap();
+        std::fs::remove_file(vol.join("d/k00040").join(META_FILE)).unwrap();
+        std::fs::write(vol.join("d/k00020").join(META_FILE), b"atem 20").unwrap();
+        let h = hits(&d);
+        let after = d.walk(&o).await.unwrap();
+        assert_eq!(d.inner.io.blocking.ns.generation(), g);
+        assert_eq!(meta_of(&after, "d/k00030"), Some(&b"renamed over"[..]));
+        assert_eq!(meta_of(&after, "d/k00040"), None);
+        assert_eq!(meta_of(&after, "d/k00041"), Some(&b"meta 41"[..]));
+        // In place, same size: its directory did not change.
+        assert_eq!(meta_of(&after, "d/k00020"), Some(&b"meta 20"[..]));
+        assert_eq!(hits(&d) - h, n - 2, "all but the replaced and removed");
+        age_heads(&d);
+        let h = hits(&d);
+        let after = d.walk(&o).await.unwrap();
+        assert_eq!(after.entries, plain(&d, &o).await.entries);
+        assert_eq!(meta_of(&after, "d/k00020"), Some(&b"atem 20"[..]));
+        assert_eq!(hits(&d) - h, 0, "every head too old");
+
+        // A change through the drive moves the generation: the heads read
+        // less than SETTLED ago are all read again, and kept anew.
+        d.write_all(VOL, &format!("d/k00010/{META_FILE}"), b"via drive".to_vec())
+            .await
+            .unwrap();
+        let h = hits(&d);
+        let after = d.walk(&o).await.unwrap();
+        assert_eq!(after.entries, plain(&d, &o).await.entries);
+        assert_eq!(meta_of(&after, "d/k00010"), Some(&b"via drive"[..]));
+        assert_eq!(hits(&d) - h, 0);
+        let h = hits(&d);
+        d.walk(&o).await.unwrap();
+        assert_eq!(hits(&d) - h, n - 1);
+    }
+
+    /// Heads in directories that had not changed for SETTLED before they
+    /// were read stay good across changes elsewhere on the drive; one in a
+    /// directory changed just now does not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn settled_heads_outlive_changes_elsewhere() {
+        let tmp = tempfile::tempdir().unwrap();
+        build(tmp.path(), 40);
+        let vol = tmp.path().join(VOL);
+        tokio::time::sleep(SETTLED + Duration::from_millis(200)).await;
+        let d = drive(tmp.path()).await;
+        let o = opts("d/", None, None, 1000);
+        let first = d.walk(&o).await.unwrap();
+        let n = objects(&first);
+        // One head replaced just now, by another process.
+        let staged = vol.join("staged");
+        std::fs::write(&staged, b"fresh").unwrap();
+        std::fs::rename(&staged, vol.join("d/k00005").join(META_FILE)).unwrap();
+        let h = hits(&d);
+        let second = d.walk(&o).await.unwrap();
+        assert_eq!(hits(&d) - h, n - 1);
+        assert_eq!(meta_of(&second, "d/k00005"), Some(&b"fresh"[..]));
+        // A change elsewhere on the drive.
+        d.write_all(VOL, &format!("e/k/{META_FILE}"), b"elsewhere".to_vec())
+            .await
+            .unwrap();
+        let h = hits(&d);
+        let third = d.walk(&o).await.unwrap();
+        assert_eq!(third.entries, second.entries);
+        assert_eq!(third.entries, plain(&d, &o).await.entries);
+        assert_eq!(hits(&d) - h, n - 1, "all but the fresh head");
+    }
+
+    fn meta_entry(generation: u64, ino: u64, settled: bool, len: usize) -> MetaEntry {
+        MetaEntry {
+            generation,
+            stamp: DirStamp {
+                dev: (8, 1),
+                ino,
+                size: len as u64,
+                nlink: 2,
+                mtime: (1, 2),
+                ctime: (1, 2),
+            },
+            settled,
+            read_at: Instant::now(),
+            head: 4096,
+            complete: true,
+            bytes: vec![7u8; len].into(),
+        }
+    }
+
+    #[test]
+    fn metadata_cache_rules_and_budget() {
+        let ns = Namespace::default();
+        let g = ns.generation();
+        let e = meta_entry(g, 1, false, 100);
+        let st = e.stamp;
+        ns.meta_put("v/a", e);
+        assert_eq!(
+            ns.meta_get("v/a", g, &st, 4096),
+            Some((vec![7u8; 100], true))
+        );
+        // Complete heads serve any head at least as long; others only
+        // their own.
+        assert!(ns.meta_get("v/a", g, &st, 100).is_some());
+        // Another stamp misses, and the entry is dropped.
+        let other = DirStamp { ino: 2, ..st };
+        assert!(ns.meta_get("v/a", g, &other, 4096).is_none());
+        assert!(!ns.has_meta("v/a"));
+        // A moved generation: an unsettled entry misses, a settled one
+        // does not.
+        ns.meta_put("v/a", meta_entry(g, 1, false, 100));
+        ns.meta_put("v/b", meta_entry(g, 1, true, 100));
+        drop(ns.change());
+        let g2 = ns.generation();
+        assert!(ns.meta_get("v/a", g2, &st, 4096).is_none());
+        assert!(ns.meta_get("v/b", g2, &st, 4096).is_some());
+        // A shorter head than the entry's misses.
+        assert!(ns.meta_get("v/b", g2, &st, 50).is_none());
+        // So does an entry older than META_MAX_AGE, settled or not.
+        let mut old = meta_entry(g2, 1, true, 100);
+        old.read_at = Instant::now().checked_sub(META_MAX_AGE).unwrap();
+        ns.meta_put("v/c", old);
+        assert!(ns.has_meta("v/c"));
+        assert!(ns.meta_get("v/c", g2, &st, 4096).is_none());
+        // Heads larger than an entry may be are not kept.
+        ns.meta_put("v/huge", meta_entry(g2, 3, true, META_CACHE_MAX_ENTRY + 1));
+        assert!(!ns.has_meta("v/huge"));
+
+        // The budget: entries are admitted while there is room, then
+        // refused; what is kept stays.
+        let len = 60 << 10;
+        let per = MetaEntry::cost("v/k00000", &vec![0; len]);
+        let room = META_CACHE_MAX_BYTES / per;
+        for i in 0..room + 8 {
+            ns.meta_put(&format!("v/k{i:05}"), meta_entry(g2, 9, true, len));
+        }
+        {
+            let metas = ns.metas.lock().unwrap();
+            assert!(metas.bytes <= META_CACHE_MAX_BYTES);
+            assert!(metas.map.contains_key("v/k00000"));
+            assert!(!metas.map.contains_key(&format!("v/k{:05}", room + 7)));
+        }
+        // A sweep drops what is too old to be used.
+        {
+            let mut m = ns.metas.lock().unwrap();
+            m.swept = Instant::now().checked_sub(META_MAX_AGE);
+            for e in m.map.values_mut() {
+                e.read_at = e.read_at.checked_sub(META_MAX_AGE).unwrap();
+            }
+            m.map.get_mut("v/k00003").unwrap().read_at = Instant::now();
+            m.sweep(Instant::now());
+        }
+        let metas = ns.metas.lock().unwrap();
+        assert_eq!(metas.map.len(), 1);
+        assert!(metas.map.contains_key("v/k00003"));
+        assert_eq!(metas.bytes, per);
     }
 }
