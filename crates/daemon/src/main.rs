@@ -11,6 +11,7 @@
 mod banner;
 mod cli;
 mod config;
+mod fdlimit;
 mod health;
 mod metrics;
 mod server;
@@ -172,6 +173,15 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         ));
     }
 
+    let fds = fdlimit::raise();
+    let max_connections = fdlimit::connections_for(fds.now);
+    tracing::info!(
+        open_files_before = ?fds.before,
+        open_files = ?fds.now,
+        max_connections,
+        "open-files limit (raised to the hard limit); client connections served at once: half of it"
+    );
+
     let listeners = server::bind(&cfg.listen).await.map_err(ConfigError)?;
     let addrs: Vec<_> = listeners
         .iter()
@@ -193,6 +203,9 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     );
 
     let metrics = Arc::new(Metrics::new());
+    metrics
+        .connections_limit
+        .set(i64::try_from(max_connections).unwrap_or(i64::MAX));
     let max_requests = match cfg.requests_max {
         Some(n) => n,
         None => {
@@ -262,6 +275,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         ServeOptions {
             read_header_timeout: cfg.read_header_timeout,
             tls: tls.clone(),
+            max_connections,
         },
     );
 

@@ -82,6 +82,8 @@ pub struct Metrics {
     requests_refused: Counter,
     refused_seen: Mutex<u64>,
     pub connections_open: Gauge,
+    /// Client connections served at once at most (0: no bound).
+    pub connections_limit: Gauge,
     pub connections: Counter,
     pub tls_handshake_errors: Counter,
     drives: Family<State, Gauge>,
@@ -120,6 +122,7 @@ impl Metrics {
             requests_refused: Counter::default(),
             refused_seen: Mutex::new(0),
             connections_open: Gauge::default(),
+            connections_limit: Gauge::default(),
             connections: Counter::default(),
             tls_handshake_errors: Counter::default(),
             drives: Family::default(),
@@ -188,6 +191,11 @@ impl Metrics {
             "http_connections_open",
             "Client connections open",
             m.connections_open.clone(),
+        );
+        registry.register(
+            "http_connections_limit",
+            "Client connections served at once at most (half the open-files limit; 0: no bound)",
+            m.connections_limit.clone(),
         );
         registry.register(
             "http_connections",

@@ -18,7 +18,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use s3_gateway::{Gateway, ResponseBody};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::config::ListenAddr;
 use crate::health::Health;
@@ -107,6 +107,10 @@ pub struct ServeOptions {
     pub read_header_timeout: Duration,
     /// HTTPS when set.
     pub tls: Option<Arc<TlsState>>,
+    /// Client connections served at once, all listeners together (0: no
+    /// bound). Beyond it the server accepts nothing until one closes: new
+    /// connections wait in the kernel's listen queue.
+    pub max_connections: usize,
 }
 
 /// Binds `addr`: every address a host name resolves to (on one port), or
@@ -227,6 +231,7 @@ async fn serve_conn(
     app: Arc<App>,
     opts: ServeOptions,
     watcher: Watcher,
+    _slot: Option<OwnedSemaphorePermit>,
 ) {
     let _open = GaugeGuard::new(&app.metrics.connections_open);
     app.metrics.connections.inc();
@@ -268,17 +273,30 @@ pub struct Server {
 impl Server {
     /// Starts accepting on `listeners`.
     pub fn start(listeners: Vec<TcpListener>, app: Arc<App>, opts: ServeOptions) -> Server {
-        let (tx, mut rx) = mpsc::channel::<(TcpStream, SocketAddr)>(256);
+        type Accepted = (TcpStream, SocketAddr, Option<OwnedSemaphorePermit>);
+        let (tx, mut rx) = mpsc::channel::<Accepted>(256);
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let slots =
+            (opts.max_connections > 0).then(|| Arc::new(Semaphore::new(opts.max_connections)));
         let accept_tasks = listeners
             .into_iter()
             .map(|l| {
                 let tx = tx.clone();
+                let slots = slots.clone();
                 tokio::spawn(async move {
                     loop {
+                        // A slot first: at the bound, connections wait in
+                        // the listen queue instead of taking descriptors.
+                        let slot = match &slots {
+                            Some(s) => match Arc::clone(s).acquire_owned().await {
+                                Ok(p) => Some(p),
+                                Err(_) => return,
+                            },
+                            None => None,
+                        };
                         match l.accept().await {
-                            Ok(c) => {
-                                if tx.send(c).await.is_err() {
+                            Ok((stream, peer)) => {
+                                if tx.send((stream, peer, slot)).await.is_err() {
                                     return;
                                 }
                             }
@@ -302,9 +320,9 @@ impl Server {
                     biased;
                     _ = stop_rx.changed() => break,
                     c = rx.recv() => {
-                        let Some((stream, peer)) = c else { break };
+                        let Some((stream, peer, slot)) = c else { break };
                         let watcher = graceful.watcher();
-                        tokio::spawn(serve_conn(stream, peer, app.clone(), opts.clone(), watcher));
+                        tokio::spawn(serve_conn(stream, peer, app.clone(), opts.clone(), watcher, slot));
                     }
                 }
             }

@@ -180,3 +180,124 @@ fn slow_and_oversized_request_heads_are_cut_off() {
     let r = parse_response(&read_until_closed(s));
     assert_eq!(r.status, 431);
 }
+
+/// A `tessera server` under `sh`, with the open-files limit set to
+/// `soft`/`hard` first and its log (stderr) written to `log`.
+fn tessera_with_fd_limit(
+    home: &std::path::Path,
+    soft: u32,
+    hard: u32,
+    log: &std::path::Path,
+) -> std::process::Command {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("TESSERA_LOG", "warn")
+        .env("TESSERA_TEST_LOG", log)
+        .arg("-c")
+        .arg(format!(
+            "ulimit -S -n {soft} && ulimit -H -n {hard} && exec \"$0\" \"$@\" 2>\"$TESSERA_TEST_LOG\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_tessera"));
+    cmd
+}
+
+/// The soft and hard "Max open files" of a process.
+fn open_files_limit(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .to_owned();
+    let mut f = line["Max open files".len()..].split_whitespace();
+    (f.next().unwrap().to_owned(), f.next().unwrap().to_owned())
+}
+
+/// Under a shell's low soft limit, the server raises its open-files limit
+/// to the hard one, and a crowd of idle connections larger than the
+/// descriptors it may open neither exhausts them nor takes a drive
+/// offline: beyond half the limit, connections wait in the listen queue,
+/// and an upload queued behind the crowd goes through once the idle ones
+/// reach the header timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_of_connections_cannot_exhaust_descriptors() {
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("stderr.log");
+    let mut cmd = tessera_with_fd_limit(home.path(), 100, 300, &log);
+    cmd.args(["server", "--address", "127.0.0.1:0"])
+        .args(drive_dirs(home.path(), 4))
+        .env("TESSERA_ROOT_USER", "crowd-user")
+        .env("TESSERA_ROOT_PASSWORD", "crowd-password")
+        .env("TESSERA_READ_HEADER_TIMEOUT", "2s")
+        .env("TESSERA_PROMETHEUS_AUTH_TYPE", "public");
+    let d = Daemon::start(cmd);
+    assert_eq!(
+        open_files_limit(d.pid()),
+        ("300".to_owned(), "300".to_owned())
+    );
+    let s3 = d.s3("crowd-user", "crowd-password");
+    s3.create_bucket().bucket("crowd").send().await.unwrap();
+
+    // 400 connections that never finish their request head: more than
+    // the 150 served at once, and than the 300 descriptors.
+    let crowd: Vec<TcpStream> = (0..400)
+        .map(|_| {
+            let mut s = TcpStream::connect(&d.addr).unwrap();
+            s.write_all(b"GET /minio/health/live HTTP/1.1\r\n").unwrap();
+            s
+        })
+        .collect();
+    let body: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
+    // A new client: its connection queues behind the crowd.
+    let queued = d.s3("crowd-user", "crowd-password");
+    let started = std::time::Instant::now();
+    let put = tokio::time::timeout(
+        PATIENCE,
+        queued
+            .put_object()
+            .bucket("crowd")
+            .key("behind-the-crowd")
+            .body(body.clone().into())
+            .send(),
+    )
+    .await
+    .expect("the upload was served in time");
+    put.expect("the upload succeeded");
+    // It was accepted only once idle connections reached their 2 s
+    // header timeout and gave back their slots.
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(crowd);
+    let got = s3
+        .get_object()
+        .bucket("crowd")
+        .key("behind-the-crowd")
+        .send()
+        .await
+        .unwrap()
+        .body
+        .collect()
+        .await
+        .unwrap()
+        .into_bytes();
+    assert!(got.as_ref() == body.as_slice(), "read back bit for bit");
+    // Every drive still online.
+    d.wait_for_status("/minio/health/cluster", 200);
+    let metrics = d.wait_for_status("/minio/v2/metrics/cluster", 200).text();
+    assert!(
+        metrics.contains(r#"tessera_drives{state="offline"} 0"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("tessera_http_connections_limit 150"),
+        "{metrics}"
+    );
+    // And no operation ran out of descriptors.
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(!log.contains("Too many open files"), "{log}");
+}

@@ -122,15 +122,17 @@ impl DriveError {
     /// Whether this error says the drive itself misbehaves (an I/O error,
     /// a timeout, a dead backend), as opposed to an expected outcome such as
     /// a missing file, a full drive or a refused path. Only faults count
-    /// towards marking a drive offline.
+    /// towards marking a drive offline. Running out of file descriptors
+    /// (`EMFILE`, `ENFILE`) is the process's or the system's state, not the
+    /// drive's: a crowd of clients must not take healthy drives offline.
     pub fn is_fault(&self) -> bool {
-        matches!(
-            self,
-            DriveError::Io { .. }
-                | DriveError::Timeout(_)
-                | DriveError::BackendStopped
-                | DriveError::Offline(_)
-        )
+        match self {
+            DriveError::Io { source, .. } => {
+                !matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+            }
+            DriveError::Timeout(_) | DriveError::BackendStopped | DriveError::Offline(_) => true,
+            _ => false,
+        }
     }
 
     /// Whether the error means "not there" (file or volume).
@@ -168,5 +170,22 @@ pub(crate) fn map_io(op: &'static str, ctx: Ctx, err: io::Error) -> DriveError {
         libc::EACCES | libc::EPERM | libc::EROFS => DriveError::AccessDenied,
         libc::ENAMETOOLONG => DriveError::NameTooLong,
         _ => DriveError::Io { op, source: err },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn running_out_of_descriptors_is_not_a_drive_fault() {
+        let io = |code| map_io("openat", Ctx::Read, io::Error::from_raw_os_error(code));
+        assert!(io(libc::EIO).is_fault());
+        assert!(io(libc::EBADMSG).is_fault());
+        assert!(!io(libc::EMFILE).is_fault());
+        assert!(!io(libc::ENFILE).is_fault());
+        assert!(!io(libc::ENOENT).is_fault());
+        assert!(DriveError::Timeout(Duration::from_secs(1)).is_fault());
+        assert!(!DriveError::DriveFull.is_fault());
     }
 }
