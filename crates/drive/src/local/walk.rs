@@ -605,8 +605,9 @@ impl Namespace {
         metas.map.contains_key(key)
     }
 
-    /// The kept head of `key` if the file still has `stamp` and nothing
-    /// made it stale (see [`MetaCache`]); a stale entry is dropped.
+    /// The kept head of `key` if its object directory still has `stamp`
+    /// and nothing else made it stale (see the module documentation); a
+    /// stale entry is dropped.
     fn meta_get(
         &self,
         key: &str,
