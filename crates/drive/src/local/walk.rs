@@ -10,7 +10,7 @@
 //! whether it holds subdirectories); a kept head is used again while that
 //! directory's stamp (device, inode, size, link count, modification and
 //! change times) is the one seen before the head was read, the head is
-//! younger than [`META_MAX_AGE`], and either nothing changed the drive's
+//! younger than [`META_MAX_AGE`] (less a spread, see [`DirStamp::max_age`]), and either nothing changed the drive's
 //! names since (the generation below) or the directory had not changed
 //! for [`SETTLED`] before the head was read (so that a later change shows
 //! another change time whatever the timestamp granularity). Every write of
@@ -377,7 +377,11 @@ const META_CACHE_OVERHEAD: usize = 96;
 const SETTLED: Duration = Duration::from_secs(2);
 /// A kept head older than this is read again: the bound on how long an
 /// `xl.meta` rewritten in place by another process can go unseen.
-const META_MAX_AGE: Duration = Duration::from_secs(5);
+const META_MAX_AGE: Duration = Duration::from_secs(7);
+/// Each head's age limit is [`META_MAX_AGE`] less up to this much (by its
+/// directory's inode number), so that the heads one listing read are not
+/// all read again by the same later listing.
+const META_AGE_SPREAD_MS: u64 = 2000;
 /// What `statx` of an object directory asks: its type and link count (for
 /// the subdirectory check) and a [`DirStamp`].
 const DIR_STAMP_MASK: StatxFlags = StatxFlags::TYPE
@@ -409,6 +413,11 @@ impl DirStamp {
             mtime: (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
             ctime: (st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec),
         })
+    }
+
+    /// How long a head read under this stamp may be used.
+    fn max_age(&self) -> Duration {
+        META_MAX_AGE - Duration::from_millis(self.ino % META_AGE_SPREAD_MS)
     }
 
     /// Whether the directory last changed at least [`SETTLED`] before
@@ -468,7 +477,7 @@ impl MetaCache {
         self.swept = Some(now);
         let mut bytes = 0;
         self.map.retain(|k, e| {
-            let keep = now.duration_since(e.read_at) < META_MAX_AGE;
+            let keep = now.duration_since(e.read_at) < e.stamp.max_age();
             if keep {
                 bytes += MetaEntry::cost(k, &e.bytes);
             }
@@ -624,7 +633,7 @@ impl Namespace {
             .filter(|e| {
                 e.stamp == *stamp
                     && (e.generation == generation || e.settled)
-                    && now.duration_since(e.read_at) < META_MAX_AGE
+                    && now.duration_since(e.read_at) < e.stamp.max_age()
                     && (e.head == head || (e.complete && e.bytes.len() <= head))
             })
             .map(|e| (e.bytes.to_vec(), e.complete));
@@ -1555,6 +1564,19 @@ mod tests {
         assert!(ns.meta_get("v/b", g2, &st, 4096).is_some());
         // A shorter head than the entry's misses.
         assert!(ns.meta_get("v/b", g2, &st, 50).is_none());
+        // Each entry's age limit is META_MAX_AGE less its spread.
+        let spread = |ino: u64, age: Duration| {
+            let mut e = meta_entry(g2, ino, true, 100);
+            e.read_at = Instant::now().checked_sub(age).unwrap();
+            ns.meta_put("v/s", e);
+            let st = DirStamp { ino, ..st };
+            ns.meta_get("v/s", g2, &st, 4096).is_some()
+        };
+        let ms = Duration::from_millis;
+        assert!(spread(0, META_MAX_AGE - ms(500)));
+        assert!(!spread(1999, META_MAX_AGE - ms(1500)));
+        assert!(spread(1999, META_MAX_AGE - ms(2500)));
+        assert!(!spread(2000, META_MAX_AGE));
         // So does an entry older than META_MAX_AGE, settled or not.
         let mut old = meta_entry(g2, 1, true, 100);
         old.read_at = Instant::now().checked_sub(META_MAX_AGE).unwrap();
