@@ -1404,6 +1404,5 @@ class AdmissionTests(ServerTestCase):
                 held.close()
 
 
-
 if __name__ == "__main__":
     unittest.main()

@@ -438,6 +438,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub const MEMORY_PER_REQUEST: u64 = 6 << 20;
 /// The most requests the bound allows, however much memory there is.
 pub const MAX_REQUESTS_CAP: usize = 1 << 16;
+/// Longest wait for a request slot by default (MinIO's).
+const REQUESTS_DEADLINE: Duration = Duration::from_secs(10);
 
 /// The default bound on concurrent S3 requests for `available` bytes of
 /// memory: three quarters of it at [`MEMORY_PER_REQUEST`] each, at least
@@ -861,8 +863,8 @@ impl ServerConfig {
         // Zero is the default, as MinIO reads it; a short wait such as 1ms
         // refuses at once.
         let requests_deadline =
-            match duration_var(env, &cli::API_REQUESTS_DEADLINE, Duration::from_secs(10))? {
-                d if d.is_zero() => Duration::from_secs(10),
+            match duration_var(env, &cli::API_REQUESTS_DEADLINE, REQUESTS_DEADLINE)? {
+                d if d.is_zero() => REQUESTS_DEADLINE,
                 d => d,
             };
 

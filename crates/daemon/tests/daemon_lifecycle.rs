@@ -10,7 +10,7 @@ use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
 use aws_sdk_s3::presigning::PresigningConfig;
-use daemon_support::{Daemon, PATIENCE, drive_dirs, parse_response, tessera};
+use daemon_support::{Daemon, PATIENCE, clean_command, drive_dirs, parse_response, tessera};
 
 /// Receives notification datagrams until one contains `what`.
 fn wait_notification(sock: &UnixDatagram, what: &str) -> String {
@@ -189,12 +189,8 @@ fn tessera_with_fd_limit(
     hard: u32,
     log: &std::path::Path,
 ) -> std::process::Command {
-    let mut cmd = std::process::Command::new("sh");
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("TESSERA_LOG", "warn")
-        .env("TESSERA_TEST_LOG", log)
+    let mut cmd = clean_command("sh", home);
+    cmd.env("TESSERA_TEST_LOG", log)
         .arg("-c")
         .arg(format!(
             "ulimit -S -n {soft} && ulimit -H -n {hard} && exec \"$0\" \"$@\" 2>\"$TESSERA_TEST_LOG\""

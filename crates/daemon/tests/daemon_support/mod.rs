@@ -21,7 +21,13 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 /// A `tessera` command with an empty environment apart from `PATH`, a
 /// private `HOME` and quiet logs.
 pub fn tessera(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
+    clean_command(env!("CARGO_BIN_EXE_tessera"), home)
+}
+
+/// `program` with the environment of [`tessera`] (for a wrapper that
+/// `exec`s the binary).
+pub fn clean_command(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> Command {
+    let mut cmd = Command::new(program);
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home)

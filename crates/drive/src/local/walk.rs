@@ -10,9 +10,9 @@
 //! whether it holds subdirectories); a kept head is used again while that
 //! directory's stamp (device, inode, size, link count, modification and
 //! change times) is the one seen before the head was read, the head is
-//! younger than [`META_MAX_AGE`] (less a spread, see [`DirStamp::max_age`]), and either nothing changed the drive's
-//! names since (the generation below) or the directory had not changed
-//! for [`SETTLED`] before the head was read (so that a later change shows
+//! younger than its age limit ([`Stamp::max_age`]), and either nothing
+//! changed the drive's names since (the generation below) or the
+//! directory had not changed for [`SETTLED`] before the head was read (so that a later change shows
 //! another change time whatever the timestamp granularity). Every write of
 //! an `xl.meta`, by Tessera or by any tool that writes a file beside it
 //! and renames it into place, or removes it, changes its directory. An
@@ -362,6 +362,36 @@ impl Stamp {
             ctime: (st.st_ctime, st.st_ctime_nsec as u64),
         }
     }
+
+    /// The same from `statx` (`None` when the file system does not report
+    /// every field of [`STATX_STAMP`]).
+    fn of_statx(st: &rustix::fs::Statx) -> Option<Stamp> {
+        (st.stx_mask & STATX_STAMP.bits() == STATX_STAMP.bits()).then_some(Stamp {
+            dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+            ino: st.stx_ino,
+            size: st.stx_size as i64,
+            nlink: u64::from(st.stx_nlink),
+            mtime: (st.stx_mtime.tv_sec, u64::from(st.stx_mtime.tv_nsec)),
+            ctime: (st.stx_ctime.tv_sec, u64::from(st.stx_ctime.tv_nsec)),
+        })
+    }
+
+    /// How long a metadata head read in the object directory with this
+    /// stamp may be used.
+    fn max_age(&self) -> Duration {
+        META_MAX_AGE - Duration::from_millis(self.ino % META_AGE_SPREAD_MS)
+    }
+
+    /// Whether the directory last changed at least [`SETTLED`] before
+    /// `now`.
+    fn settled(&self, now: SystemTime) -> bool {
+        let Ok(secs) = u64::try_from(self.ctime.0) else {
+            return false;
+        };
+        let changed =
+            SystemTime::UNIX_EPOCH + Duration::new(secs, self.ctime.1.min(999_999_999) as u32);
+        now.duration_since(changed).is_ok_and(|d| d >= SETTLED)
+    }
 }
 
 /// Most bytes of metadata heads (with their keys) kept per drive.
@@ -383,61 +413,21 @@ const META_MAX_AGE: Duration = Duration::from_secs(7);
 /// all read again by the same later listing.
 const META_AGE_SPREAD_MS: u64 = 2000;
 /// What `statx` of an object directory asks: its type and link count (for
-/// the subdirectory check) and a [`DirStamp`].
-const DIR_STAMP_MASK: StatxFlags = StatxFlags::TYPE
+/// the subdirectory check) and a [`Stamp`].
+const STATX_STAMP: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::NLINK)
     .union(StatxFlags::INO)
     .union(StatxFlags::SIZE)
     .union(StatxFlags::MTIME)
     .union(StatxFlags::CTIME);
 
-/// What identifies one state of an object directory, from `statx`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct DirStamp {
-    dev: (u32, u32),
-    ino: u64,
-    size: u64,
-    nlink: u32,
-    mtime: (i64, u32),
-    ctime: (i64, u32),
-}
-
-impl DirStamp {
-    /// `None` when the file system does not report every field.
-    fn of(st: &rustix::fs::Statx) -> Option<DirStamp> {
-        (st.stx_mask & DIR_STAMP_MASK.bits() == DIR_STAMP_MASK.bits()).then_some(DirStamp {
-            dev: (st.stx_dev_major, st.stx_dev_minor),
-            ino: st.stx_ino,
-            size: st.stx_size,
-            nlink: st.stx_nlink,
-            mtime: (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
-            ctime: (st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec),
-        })
-    }
-
-    /// How long a head read under this stamp may be used.
-    fn max_age(&self) -> Duration {
-        META_MAX_AGE - Duration::from_millis(self.ino % META_AGE_SPREAD_MS)
-    }
-
-    /// Whether the directory last changed at least [`SETTLED`] before
-    /// `now`.
-    fn settled(&self, now: SystemTime) -> bool {
-        let Ok(secs) = u64::try_from(self.ctime.0) else {
-            return false;
-        };
-        let changed = SystemTime::UNIX_EPOCH + Duration::new(secs, self.ctime.1.min(999_999_999));
-        now.duration_since(changed).is_ok_and(|d| d >= SETTLED)
-    }
-}
-
 /// A metadata head as read, and what makes it still good.
 struct MetaEntry {
     /// The generation read before the directory's stamp was taken.
     generation: u64,
     /// The object directory's stamp, taken before the head was read.
-    stamp: DirStamp,
-    /// The directory had [`settled`](DirStamp::settled) then.
+    stamp: Stamp,
+    /// The directory had [`settled`](Stamp::settled) then.
     settled: bool,
     read_at: Instant,
     /// The head length asked for.
@@ -621,7 +611,7 @@ impl Namespace {
         &self,
         key: &str,
         generation: u64,
-        stamp: &DirStamp,
+        stamp: &Stamp,
         head: usize,
     ) -> Option<(Vec<u8>, bool)> {
         let now = Instant::now();
@@ -965,15 +955,14 @@ impl<'r> SyncFs<'r> {
         head: usize,
     ) -> Result<Option<(Vec<u8>, bool)>> {
         let ns = self.ns;
-        // Both before the stamp is taken: a change from then on makes what
-        // is read stale.
+        // Before the stamp is taken: a change from then on makes what is
+        // read stale.
         let generation = ns.generation();
-        let now = SystemTime::now();
         let Some((parent, name)) = self.at_parent(volume, dir, "")? else {
             ns.meta_forget(key);
             return Ok(None);
         };
-        let st = match rustix::fs::statx(parent, name, AtFlags::empty(), DIR_STAMP_MASK) {
+        let st = match rustix::fs::statx(parent, name, AtFlags::empty(), STATX_STAMP) {
             Ok(st) => st,
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
                 ns.meta_forget(key);
@@ -988,12 +977,15 @@ impl<'r> SyncFs<'r> {
         self.last_dir.0.clear();
         self.last_dir.0.push_str(key);
         self.last_dir.1 = subdirs_possible(&st);
-        let stamp = DirStamp::of(&st);
+        let stamp = Stamp::of_statx(&st);
         if let Some(stamp) = &stamp
             && let Some(hit) = ns.meta_get(key, generation, stamp, head)
         {
             return Ok(Some(hit));
         }
+        // Before the read (only a miss needs it): whether the directory
+        // had settled is judged against a time before the head is read.
+        let now = SystemTime::now();
         let Some((parent, sub)) = self.at_parent(volume, dir, META_FILE)? else {
             return Ok(None);
         };
@@ -1520,10 +1512,10 @@ mod tests {
     fn meta_entry(generation: u64, ino: u64, settled: bool, len: usize) -> MetaEntry {
         MetaEntry {
             generation,
-            stamp: DirStamp {
-                dev: (8, 1),
+            stamp: Stamp {
+                dev: 0x801,
                 ino,
-                size: len as u64,
+                size: len as i64,
                 nlink: 2,
                 mtime: (1, 2),
                 ctime: (1, 2),
@@ -1551,7 +1543,7 @@ mod tests {
         // their own.
         assert!(ns.meta_get("v/a", g, &st, 100).is_some());
         // Another stamp misses, and the entry is dropped.
-        let other = DirStamp { ino: 2, ..st };
+        let other = Stamp { ino: 2, ..st };
         assert!(ns.meta_get("v/a", g, &other, 4096).is_none());
         assert!(!ns.has_meta("v/a"));
         // A moved generation: an unsettled entry misses, a settled one
@@ -1569,7 +1561,7 @@ mod tests {
             let mut e = meta_entry(g2, ino, true, 100);
             e.read_at = Instant::now().checked_sub(age).unwrap();
             ns.meta_put("v/s", e);
-            let st = DirStamp { ino, ..st };
+            let st = Stamp { ino, ..st };
             ns.meta_get("v/s", g2, &st, 4096).is_some()
         };
         let ms = Duration::from_millis;
