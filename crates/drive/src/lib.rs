@@ -70,7 +70,12 @@
 //! `mkdirat`, `renameat2` (with `RENAME_EXCHANGE`) and `unlinkat`. Directory
 //! listing, `statvfs`, `ftruncate` and recursive trash removal have no
 //! opcode on the kernels we target and use the blocking pool in both
-//! backends. Shard files are opened with `O_DIRECT`, transfers use
+//! backends. One exception, in both backends: a read that the caches can
+//! serve whole (an `xl.meta` by [`Drive::read_all`], a shard record by
+//! [`Drive::read_file_at`]) runs on the calling thread, with
+//! `openat2(RESOLVE_CACHED)` and `preadv2(RWF_NOWAIT)`, which fail rather
+//! than wait for the disk; any failure sends the read through the backend
+//! (`LocalDriveConfig::cached_reads`). Shard files are opened with `O_DIRECT`, transfers use
 //! [`AlignedBuf`]s (4096-byte aligned address, offset and length): a writer
 //! writes aligned chunks straight from the caller's buffer, copies unaligned
 //! chunks into an aligned staging buffer, and writes the final partial block

@@ -18,7 +18,14 @@ use uuid::Uuid;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
+    /// io_uring, default configuration (reads served from the caches on
+    /// the calling thread where they can be).
     Uring,
+    /// io_uring with cached reads off, so that every read goes through the
+    /// ring.
+    UringUncached,
+    /// The thread pool, with cached reads off, so that every read goes
+    /// through the pool.
     Pool,
 }
 
@@ -40,14 +47,15 @@ fn test_base() -> PathBuf {
 async fn open_in(kind: Kind, base: &Path, tweak: impl FnOnce(&mut LocalDriveConfig)) -> Env {
     let dir = tempfile::tempdir_in(base).expect("temp dir");
     let backend = match kind {
-        Kind::Uring => Backend::IoUring,
+        Kind::Uring | Kind::UringUncached => Backend::IoUring,
         Kind::Pool => Backend::ThreadPool,
     };
     let mut cfg = LocalDriveConfig::with_backend(backend);
+    cfg.cached_reads = kind == Kind::Uring;
     tweak(&mut cfg);
     let drive = match LocalDrive::open(dir.path().join("drive"), cfg.clone()).await {
         Ok(drive) => drive,
-        Err(DriveError::BackendUnavailable(reason)) if kind == Kind::Uring => {
+        Err(DriveError::BackendUnavailable(reason)) if kind != Kind::Pool => {
             eprintln!(
                 "\n!!!!!!!!!! IO_URING REFUSED ON THIS HOST ({reason}).\n\
                  !!!!!!!!!! This io_uring test runs against the THREAD-POOL fallback instead.\n"
@@ -133,6 +141,14 @@ macro_rules! suite {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     super::$name(super::Kind::Uring).await;
+                }
+            )*
+        }
+        mod io_uring_backend_uncached_reads {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Kind::UringUncached).await;
                 }
             )*
         }

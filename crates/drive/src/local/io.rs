@@ -11,9 +11,10 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags, RenameFlags, StatxFlags};
+use rustix::fs::{AtFlags, FallocateFlags, FileType, Mode, OFlags, RenameFlags, StatxFlags};
 use tokio::sync::Semaphore;
 
 use super::uring::{self, Chain, File, IoVecs, Op, StepResult, Uring};
@@ -239,6 +240,10 @@ pub(crate) struct Io {
     pub(crate) blocking: Blocking,
     pub(crate) uring: Option<Uring>,
     pub(crate) scratch: Scratch,
+    /// Whether [`Io::read_cached`] is tried (cleared for good when the
+    /// kernel or file system does not support `RESOLVE_CACHED` or
+    /// `RWF_NOWAIT`).
+    pub(crate) cached_reads: AtomicBool,
 }
 
 /// Most idle buffers a [`Scratch`] keeps.
@@ -285,6 +290,76 @@ impl Scratch {
 impl Io {
     fn root(&self) -> Arc<OwnedFd> {
         Arc::clone(&self.blocking.root)
+    }
+
+    /// Reads up to `dst.len()` bytes at `offset` of the file `rel` into
+    /// `dst` on the calling thread, when that needs no disk I/O: the path
+    /// resolves from the dentry cache (`openat2` with `RESOLVE_CACHED`) and
+    /// every byte is in the page cache (`preadv2` with `RWF_NOWAIT`). The
+    /// bytes are then copied by the thread that goes on to use them: no hop
+    /// through the ring or the pool, and `dst` is warm in this core's cache
+    /// for whatever reads it next (a shard record's hash, an `xl.meta`'s
+    /// decoding).
+    ///
+    /// `Some(n)`: `n` bytes were read, fewer than asked only at the end of
+    /// the file. `None`: anything else, such as a name or page not cached
+    /// or any error; nothing changed but `dst`, and the caller reads the
+    /// usual way (which also reports errors).
+    pub(crate) fn read_cached(&self, rel: &str, offset: u64, dst: &mut [u8]) -> Option<usize> {
+        use rustix::fs::ResolveFlags;
+        use rustix::io::{Errno, ReadWriteFlags};
+        if !self.cached_reads.load(Ordering::Relaxed) {
+            return None;
+        }
+        // A kernel without `RESOLVE_CACHED` (`EINVAL` before 5.12,
+        // `ENOSYS` without `openat2`), or a file system without
+        // `RWF_NOWAIT` (`EOPNOTSUPP` for a regular file; a directory or
+        // special file gives it too, and says nothing of the file system):
+        // not tried again.
+        let unsupported = |e: Errno| matches!(e, Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL);
+        let open = |rel: &str, flags: OFlags| {
+            rustix::fs::openat2(
+                &*self.blocking.root,
+                at_path(rel),
+                flags,
+                Mode::empty(),
+                ResolveFlags::CACHED,
+            )
+        };
+        let flags = open_flags(OpenKind::Read, false);
+        let fd = match open(rel, flags) {
+            Ok(fd) => fd,
+            Err(e) => {
+                // (`EINVAL` may also be the path's; the root tells.)
+                if unsupported(e) && open("", flags | OFlags::DIRECTORY).is_err_and(unsupported) {
+                    self.cached_reads.store(false, Ordering::Relaxed);
+                }
+                return None;
+            }
+        };
+        let mut got = 0;
+        while got < dst.len() {
+            match rustix::io::preadv2(
+                &fd,
+                &mut [io::IoSliceMut::new(&mut dst[got..])],
+                offset + got as u64,
+                ReadWriteFlags::NOWAIT,
+            ) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(Errno::INTR) => {}
+                Err(e) => {
+                    if unsupported(e)
+                        && rustix::fs::fstat(&fd)
+                            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file())
+                    {
+                        self.cached_reads.store(false, Ordering::Relaxed);
+                    }
+                    return None;
+                }
+            }
+        }
+        Some(got)
     }
 
     pub(crate) async fn open(&self, rel: &str, kind: OpenKind, direct: bool) -> io::Result<Fd> {
@@ -738,6 +813,11 @@ impl Io {
         volume: &str,
     ) -> io::Result<SmallRead> {
         let cap = cap.max(1);
+        let mut cached = self.scratch.take(cap);
+        if let Some(n) = self.read_cached(rel, 0, &mut cached) {
+            return self.small_result(cached, Ok(n), cap);
+        }
+        self.scratch.put(cached);
         let len = u32::try_from(cap).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         let flags = open_flags(OpenKind::Read, false);
         let missing =
@@ -807,6 +887,17 @@ impl Io {
             }
         };
         let (buf, n) = read;
+        self.small_result(buf, n, cap)
+    }
+
+    /// What a read of `n` bytes into the scratch buffer `buf` of `cap`
+    /// bytes says of a small file (`buf` goes back to the scratch pool).
+    fn small_result(
+        &self,
+        buf: Vec<u8>,
+        n: io::Result<usize>,
+        cap: usize,
+    ) -> io::Result<SmallRead> {
         let result = match n {
             Ok(n) if n < cap => Ok(SmallRead::Whole(buf[..n].to_vec())),
             Ok(_) => Ok(SmallRead::Longer),
@@ -1099,5 +1190,73 @@ fn step_result(step: Option<StepResult>) -> io::Result<u32> {
         Some((result, _)) if result >= 0 => Ok(result.unsigned_abs()),
         Some((result, _)) => Err(io::Error::from_raw_os_error(-result)),
         None => Err(io::Error::from_raw_os_error(libc::ECANCELED)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io_on(dir: &std::path::Path, cached: bool) -> Io {
+        let root = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        Io {
+            blocking: Blocking::new(Arc::new(root), 4),
+            uring: None,
+            scratch: Scratch::new(0),
+            cached_reads: AtomicBool::new(cached),
+        }
+    }
+
+    /// Drops the file's pages from the page cache (they are clean once
+    /// synced).
+    fn evict(path: &std::path::Path) {
+        let f = std::fs::File::open(path).unwrap();
+        f.sync_all().unwrap();
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    }
+
+    #[test]
+    fn cached_reads_only_from_the_caches() {
+        // Beside the sources, on the checkout's file system: `/tmp` may be
+        // a tmpfs, whose pages cannot be dropped.
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        std::fs::write(dir.path().join("f"), &data).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let io = io_on(dir.path(), true);
+
+        let mut buf = vec![0u8; 4096];
+        assert_eq!(io.read_cached("f", 100, &mut buf), Some(4096));
+        assert_eq!(buf, data[100..4196]);
+        // Short only at the end of the file.
+        assert_eq!(io.read_cached("f", 8000, &mut buf), Some(2000));
+        assert_eq!(buf[..2000], data[8000..]);
+        assert_eq!(io.read_cached("f", 20_000, &mut buf), Some(0));
+
+        // Anything but a cached regular file: not read here, and the
+        // path stays enabled.
+        assert_eq!(io.read_cached("missing", 0, &mut buf), None);
+        assert_eq!(io.read_cached("sub", 0, &mut buf), None);
+        assert_eq!(io.read_cached("../escape", 0, &mut buf), None);
+        assert!(io.cached_reads.load(Ordering::Relaxed));
+
+        // Pages not in the page cache would need the disk: not read here.
+        evict(&dir.path().join("f"));
+        buf.fill(0);
+        assert_eq!(io.read_cached("f", 100, &mut buf), None);
+        assert!(io.cached_reads.load(Ordering::Relaxed));
+        // Once read the usual way, they are served from the cache again.
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), data);
+        assert_eq!(io.read_cached("f", 100, &mut buf), Some(4096));
+        assert_eq!(buf, data[100..4196]);
+
+        // Turned off: never tried.
+        let off = io_on(dir.path(), false);
+        assert_eq!(off.read_cached("f", 100, &mut buf), None);
     }
 }

@@ -76,6 +76,14 @@ pub struct LocalDriveConfig {
     /// the page cache, as MinIO's shard reads do, so an object read again
     /// is served from memory instead of the device every time.
     pub direct_read_at: bool,
+    /// Serve reads that need no disk I/O on the calling thread: small-file
+    /// reads ([`Drive::read_all`], an `xl.meta`) and positioned reads
+    /// without `O_DIRECT` ([`Drive::read_file_at`], a GET's shard records)
+    /// first try `openat2(RESOLVE_CACHED)` and `preadv2(RWF_NOWAIT)`, which
+    /// succeed only from the dentry and page caches, and go through the
+    /// backend when that fails. On by default; turned off for good on a
+    /// kernel or file system without those flags.
+    pub cached_reads: bool,
     /// Hard cap of [`Drive::read_all`] and [`Drive::write_all`] sizes, bytes.
     pub max_small_file: u64,
     /// Hard cap of a streamed file's size, bytes.
@@ -115,6 +123,7 @@ impl Default for LocalDriveConfig {
             max_blocking: 64,
             direct_io: true,
             direct_read_at: false,
+            cached_reads: true,
             max_small_file: 64 << 20,
             max_file_size: 16 << 30,
             staging_bytes: 1 << 20,
@@ -291,6 +300,7 @@ impl LocalDrive {
                 blocking,
                 uring,
                 scratch: Scratch::new(SMALL_READ_GUESS),
+                cached_reads: AtomicBool::new(cfg.cached_reads),
             },
             direct_ok: AtomicBool::new(cfg.direct_io),
             cfg,
@@ -368,6 +378,7 @@ async fn start_ring(
         blocking: blocking.clone(),
         uring: Some(ring),
         scratch: Scratch::new(0),
+        cached_reads: AtomicBool::new(false),
     };
     let stat = probe.stat("").await?;
     if !stat.is_dir {
@@ -1037,6 +1048,14 @@ impl Inner {
         let span = align_up(skip + len);
         // O_DIRECT needs the aligned span around the range to fit the buffer.
         let direct = self.want_direct() && self.cfg.direct_read_at && span <= buf.capacity();
+        if !direct
+            && let Some(n) = self
+                .io
+                .read_cached(&rel, offset, &mut buf.capacity_mut()[..len])
+        {
+            buf.set_len(n);
+            return Ok((buf, n));
+        }
         let fd = match self.open_data(&rel, OpenKind::Read, direct).await {
             Ok(fd) => fd,
             Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
