@@ -2,6 +2,10 @@
 //! sent (`ObjectLayer::read_object_chunks`): every byte verified, shards
 //! going corrupt or missing in the middle of an object reconstructed,
 //! ranges across blocks, and nothing of an unreadable block handed out.
+//! The tests that corrupt shards run twice: with every read through the
+//! drive's ring (reads wait, so the GET reads blocks ahead) and with every
+//! shard file in the page cache (reads complete at once, so it reads none
+//! ahead).
 
 mod support;
 
@@ -38,6 +42,35 @@ async fn open(ds: &[PathBuf]) -> ObjectLayer {
     ObjectLayer::open_dirs(ds, LayerOptions::default())
         .await
         .expect("open")
+}
+
+/// Where a test's shard reads are served from.
+#[derive(Clone, Copy, Debug)]
+enum Reads {
+    /// The drives' backend (cached reads off): every read waits.
+    Backend,
+    /// The page cache: [`warm`] before each GET, and cached reads on.
+    PageCache,
+}
+
+async fn open_for(ds: &[PathBuf], reads: Reads) -> ObjectLayer {
+    let mut cfg = drive::LocalDriveConfig::default();
+    cfg.cached_reads = matches!(reads, Reads::PageCache);
+    let opts = LayerOptions {
+        drive: Some(cfg),
+        ..LayerOptions::default()
+    };
+    ObjectLayer::open_dirs(ds, opts).await.expect("open")
+}
+
+/// Brings every drive's shard file of `key` into the page cache (PUTs
+/// write them with `O_DIRECT`, past it).
+fn warm(ds: &[PathBuf], bucket: &str, key: &str, reads: Reads) {
+    if matches!(reads, Reads::PageCache) {
+        for dir in ds {
+            std::fs::read(part_file(dir, bucket, key)).unwrap();
+        }
+    }
 }
 
 async fn put(l: &ObjectLayer, b: &str, k: &str, body: &[u8]) {
@@ -141,9 +174,18 @@ async fn ranges_across_blocks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_going_corrupt_mid_object_are_reconstructed() {
+    corrupt_mid_object(Reads::Backend).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_going_corrupt_mid_object_are_reconstructed_from_the_page_cache() {
+    corrupt_mid_object(Reads::PageCache).await;
+}
+
+async fn corrupt_mid_object(reads: Reads) {
     let tmp = tempfile::tempdir().unwrap();
     let ds = dirs(tmp.path(), 4);
-    let l = open(&ds).await;
+    let l = open_for(&ds, reads).await;
     l.make_bucket("pipe").await.unwrap();
     let body = data(12 * (1 << 20) + 99, 3);
     // Every pair of drives: one goes bad at block 2, the other at block 7
@@ -158,8 +200,9 @@ async fn shards_going_corrupt_mid_object_are_reconstructed() {
             put(&l, "pipe", &key, &body).await;
             corrupt(&ds, a, "pipe", &key, 2);
             corrupt(&ds, b, "pipe", &key, 7);
+            warm(&ds, "pipe", &key, reads);
             let (sink, r) = read(&l, "pipe", &key, 0, body.len() as u64).await;
-            r.unwrap_or_else(|e| panic!("{key}: {e}"));
+            r.unwrap_or_else(|e| panic!("{key} ({reads:?}): {e}"));
             assert!(sink.bytes() == body, "{key}: wrong bytes");
             // The old path (AsyncWrite) reports the drives it found bad.
             let mut out = Vec::new();
@@ -197,9 +240,18 @@ async fn a_missing_shard_file_is_read_around() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_of_an_unreadable_block_is_handed_out() {
+    unreadable_block(Reads::Backend).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_of_an_unreadable_block_is_handed_out_from_the_page_cache() {
+    unreadable_block(Reads::PageCache).await;
+}
+
+async fn unreadable_block(reads: Reads) {
     let tmp = tempfile::tempdir().unwrap();
     let ds = dirs(tmp.path(), 4);
-    let l = open(&ds).await;
+    let l = open_for(&ds, reads).await;
     l.make_bucket("pipe").await.unwrap();
     let body = data(8 * (1 << 20), 5);
     put(&l, "pipe", "k", &body).await;
@@ -207,6 +259,7 @@ async fn nothing_of_an_unreadable_block_is_handed_out() {
     for d in 0..3 {
         corrupt(&ds, d, "pipe", "k", 4);
     }
+    warm(&ds, "pipe", "k", reads);
     let (sink, r) = read(&l, "pipe", "k", 0, body.len() as u64).await;
     match r {
         Err(Error::DataUnreadable {
