@@ -75,7 +75,9 @@
 //! [`Drive::read_file_at`]) runs on the calling thread, with
 //! `openat2(RESOLVE_CACHED)` and `preadv2(RWF_NOWAIT)`, which fail rather
 //! than wait for the disk; any failure sends the read through the backend
-//! (`LocalDriveConfig::cached_reads`). Shard files are opened with `O_DIRECT`, transfers use
+//! (`LocalDriveConfig::cached_reads`).
+//!
+//! Shard files are opened with `O_DIRECT`, transfers use
 //! [`AlignedBuf`]s (4096-byte aligned address, offset and length): a writer
 //! writes aligned chunks straight from the caller's buffer, copies unaligned
 //! chunks into an aligned staging buffer, and writes the final partial block

@@ -1148,10 +1148,11 @@ impl ErasureSet {
                     pool: pool.as_ref(),
                 };
                 // Shard reads of the next blocks are in flight while the
-                // current one is verified and sent.
+                // current one is verified and sent, once a read had to wait
+                // (`READ_AHEAD_BLOCKS`); none before, or after a block
+                // whose reads all completed at once.
                 let mut ahead: VecDeque<BlockFetch> = VecDeque::new();
                 let mut next = b0;
-                // Blocks read ahead: none until a read has to wait.
                 let mut depth = 0;
                 loop {
                     while !inline && ahead.len() <= depth && next <= b1 {
