@@ -2668,6 +2668,20 @@ pub(crate) fn object_info(bucket: &str, key: &str, v: &Version<'_>, is_latest: b
 mod tests {
     use super::*;
 
+    /// The GET reads ahead only after a read that did not complete at its
+    /// first poll: a future ready at once says so, one that waits once
+    /// does not.
+    #[tokio::test]
+    async fn ready_at_once_tells_a_read_that_waited() {
+        assert_eq!(ready_at_once(async { 7 }).await, (7, true));
+        let waited = ready_at_once(async {
+            tokio::task::yield_now().await;
+            8
+        })
+        .await;
+        assert_eq!(waited, (8, false));
+    }
+
     /// MinIO's inline decision, literally.
     fn should_inline(size: u64, k: usize, limit: u64) -> bool {
         shard_data_len(size, k) <= limit
