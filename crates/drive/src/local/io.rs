@@ -813,11 +813,11 @@ impl Io {
         volume: &str,
     ) -> io::Result<SmallRead> {
         let cap = cap.max(1);
-        let mut cached = self.scratch.take(cap);
-        if let Some(n) = self.read_cached(rel, 0, &mut cached) {
-            return self.small_result(cached, Ok(n), cap);
+        // One scratch buffer, for the cached read or the backend's.
+        let mut scratch = self.scratch.take(cap);
+        if let Some(n) = self.read_cached(rel, 0, &mut scratch) {
+            return self.small_result(scratch, Ok(n), cap);
         }
-        self.scratch.put(cached);
         let len = u32::try_from(cap).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         let flags = open_flags(OpenKind::Read, false);
         let missing =
@@ -831,7 +831,7 @@ impl Io {
                     // to the kernel, and the close must run anyway.
                     .always(Op::Read {
                         file: File::Slot,
-                        buf: IoBuf::Heap(self.scratch.take(cap)),
+                        buf: IoBuf::Heap(scratch),
                         offset: 0,
                         start: 0,
                         len,
@@ -861,14 +861,12 @@ impl Io {
                     Err(e) if missing(&e) => return Ok(SmallRead::Missing(None)),
                     other => other?,
                 };
-                let (buf, n) = self
-                    .read_at(&fd, IoBuf::Heap(self.scratch.take(cap)), 0, 0, cap)
-                    .await?;
+                let (buf, n) = self.read_at(&fd, IoBuf::Heap(scratch), 0, 0, cap).await?;
                 (buf.into_vec(), n)
             }
             (None, None) => {
                 let rel = at_path(rel).to_owned();
-                let mut buf = self.scratch.take(cap);
+                let mut buf = scratch;
                 let opened = self
                     .blocking
                     .run(move |root| {

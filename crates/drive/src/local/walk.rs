@@ -12,8 +12,9 @@
 //! change times) is the one seen before the head was read, the head is
 //! younger than its age limit ([`Stamp::max_age`]), and either nothing
 //! changed the drive's names since (the generation below) or the
-//! directory had not changed for [`SETTLED`] before the head was read (so that a later change shows
-//! another change time whatever the timestamp granularity). Every write of
+//! directory had not changed for [`SETTLED`] before the head was read (so
+//! that a later change shows another change time whatever the timestamp
+//! granularity). Every write of
 //! an `xl.meta`, by Tessera or by any tool that writes a file beside it
 //! and renames it into place, or removes it, changes its directory. An
 //! `xl.meta` rewritten in place by another process changes only the file:
