@@ -86,6 +86,8 @@ pub struct Metrics {
     pub connections_limit: Gauge,
     pub connections: Counter,
     pub tls_handshake_errors: Counter,
+    spliced: Counter,
+    spliced_seen: Mutex<u64>,
     drives: Family<State, Gauge>,
     drive_online: Family<DriveLabel, Gauge>,
     drive_total_bytes: Family<DriveLabel, Gauge>,
@@ -125,6 +127,8 @@ impl Metrics {
             connections_limit: Gauge::default(),
             connections: Counter::default(),
             tls_handshake_errors: Counter::default(),
+            spliced: Counter::default(),
+            spliced_seen: Mutex::new(0),
             drives: Family::default(),
             drive_online: Family::default(),
             drive_total_bytes: Family::default(),
@@ -186,6 +190,11 @@ impl Metrics {
             "s3_requests_refused",
             "S3 requests refused with SlowDown after waiting for a slot until the deadline",
             m.requests_refused.clone(),
+        );
+        registry.register(
+            "http_spliced_bytes",
+            "Response bytes sent with splice from pipes holding page-cache pages (GET of shard records read from the page cache, over HTTP/1.1 without TLS) rather than copied from memory",
+            m.spliced.clone(),
         );
         registry.register(
             "http_connections_open",
@@ -308,6 +317,12 @@ impl Metrics {
             .set(i64::try_from(admission.active).unwrap_or(i64::MAX));
         self.requests_waiting
             .set(i64::try_from(admission.waiting).unwrap_or(i64::MAX));
+        {
+            let total = s3_gateway::splice::spliced_bytes_total();
+            let mut seen = self.spliced_seen.lock().unwrap_or_else(|e| e.into_inner());
+            self.spliced.inc_by(total.saturating_sub(*seen));
+            *seen = total.max(*seen);
+        }
         {
             let mut seen = self.refused_seen.lock().unwrap_or_else(|e| e.into_inner());
             self.requests_refused

@@ -15,6 +15,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use object::layer::{ObjectLayer, ScannerHandle};
 use prometheus_client::metrics::gauge::Gauge;
+use s3_gateway::splice::{SpliceIo, SpliceQueue};
 use s3_gateway::{Gateway, ResponseBody};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
@@ -194,12 +195,21 @@ async fn sniff(stream: &TcpStream, timeout: Duration) -> Option<bool> {
     }
 }
 
-async fn serve_io<I>(io: I, h2: bool, app: Arc<App>, opts: &ServeOptions, watcher: Watcher)
-where
+async fn serve_io<I>(
+    io: I,
+    h2: bool,
+    splice: Option<Arc<SpliceQueue>>,
+    app: Arc<App>,
+    opts: &ServeOptions,
+    watcher: Watcher,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let svc = service_fn(move |req| {
+    let svc = service_fn(move |mut req: Request<Incoming>| {
         let app = app.clone();
+        if let Some(q) = &splice {
+            req.extensions_mut().insert(Arc::clone(q));
+        }
         async move { Ok::<_, Infallible>(app.handle(req).await) }
     });
     let io = TokioIo::new(io);
@@ -253,13 +263,21 @@ async fn serve_conn(
                 }
             };
         let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-        serve_io(stream, h2, app, &opts, watcher).await;
+        serve_io(stream, h2, None, app, &opts, watcher).await;
     } else {
         let Some(h2) = sniff(&stream, opts.read_header_timeout).await else {
             tracing::debug!(%peer, "no request before the header timeout");
             return;
         };
-        serve_io(stream, h2, app, &opts, watcher).await;
+        if h2 {
+            serve_io(stream, true, None, app, &opts, watcher).await;
+        } else {
+            // HTTP/1.1 in the clear: response bytes that wait in pipes are
+            // sent from them (s3_gateway::splice).
+            let queue = SpliceQueue::new();
+            let io = SpliceIo::new(stream, Arc::clone(&queue));
+            serve_io(io, false, Some(queue), app, &opts, watcher).await;
+        }
     }
 }
 

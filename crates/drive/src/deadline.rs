@@ -18,6 +18,7 @@ use crate::drive::{
 use crate::error::{DriveError, Result};
 use crate::format::TMP_VOLUME;
 use crate::health::HealthTracker;
+use crate::pipe::Pipe;
 use crate::walk::{WalkOptions, WalkPage};
 
 /// Settings of a [`DeadlineDrive`].
@@ -349,6 +350,22 @@ impl<D: Drive + ?Sized + 'static> Drive for DeadlineDrive<D> {
                 shared: Arc::clone(&self.shared),
             }) as Box<dyn ShardWriter>)
         })
+    }
+
+    fn read_file_at_piped<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        offset: u64,
+        len: usize,
+        buf: AlignedBuf,
+    ) -> BoxFuture<'a, Result<(AlignedBuf, usize, Option<Pipe>)>> {
+        Box::pin(
+            self.guard(
+                self.inner
+                    .read_file_at_piped(volume, path, offset, len, buf),
+            ),
+        )
     }
 
     fn read_file_at<'a>(

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use crate::buf::AlignedBuf;
 use crate::error::Result;
+use crate::pipe::Pipe;
 use crate::walk::{WalkOptions, WalkPage};
 
 /// A boxed, `Send` future: what every asynchronous [`Drive`] method returns,
@@ -253,6 +254,23 @@ pub trait Drive: Send + Sync + fmt::Debug {
         len: usize,
         buf: AlignedBuf,
     ) -> BoxFuture<'a, Result<(AlignedBuf, usize)>>;
+    /// [`read_file_at`](Drive::read_file_at), and when the bytes came from
+    /// the page cache, a [`Pipe`] holding them as well, so that the caller
+    /// can send them on without copying them again (see [`crate::pipe`]).
+    /// Drives that cannot give one (the default) never do.
+    fn read_file_at_piped<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        offset: u64,
+        len: usize,
+        buf: AlignedBuf,
+    ) -> BoxFuture<'a, Result<(AlignedBuf, usize, Option<Pipe>)>> {
+        Box::pin(async move {
+            let (buf, n) = self.read_file_at(volume, path, offset, len, buf).await?;
+            Ok((buf, n, None))
+        })
+    }
     /// Opens a sequential reader over `offset..offset + len` (`len` `None`:
     /// to the end). Fails with `OutOfRange` if the range passes the end of
     /// the file.

@@ -142,6 +142,7 @@ pub mod format;
 mod health;
 mod local;
 pub mod path;
+pub mod pipe;
 pub mod walk;
 
 pub use buf::{ALIGN, AlignedBuf, BufferPool, MAX_BUF_BYTES, align_up};

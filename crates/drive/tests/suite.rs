@@ -11,8 +11,9 @@ use drive::format::{
     FORMAT_FILE, META_VOLUME, META_VOLUMES, SPREAD_DIRS, SPREAD_VOLUME, TMP_VOLUME, TRASH_VOLUME,
 };
 use drive::{
-    AlignedBuf, Backend, BackendKind, Drive, DriveError, DrivePosition, DriveState, FormatError,
-    IoMode, LocalDrive, LocalDriveConfig, build_formats, load_format, save_format, verify_format,
+    AlignedBuf, Backend, BackendKind, DeadlineConfig, DeadlineDrive, Drive, DriveError,
+    DrivePosition, DriveState, FormatError, IoMode, LocalDrive, LocalDriveConfig, build_formats,
+    load_format, save_format, verify_format,
 };
 use uuid::Uuid;
 
@@ -191,6 +192,7 @@ suite!(
     many_parallel_operations,
     stat_and_health,
     read_errors,
+    piped_reads,
 );
 
 async fn volumes(kind: Kind) {
@@ -1646,4 +1648,53 @@ async fn cancelled_operations_are_safe() {
     assert_eq!(n, 1 << 20);
     assert_eq!(&buf[..], &data[..]);
     assert_eq!(d.health().state, DriveState::Online);
+}
+
+/// `read_file_at_piped` reads what `read_file_at` does, and with cached
+/// reads on, a range in the page cache comes with a pipe holding the same
+/// bytes; through the deadline wrapper too.
+async fn piped_reads(kind: Kind) {
+    let env = open(kind).await;
+    let d = &env.drive;
+    d.make_volume("b").await.unwrap();
+    let data = pattern(31, (1 << 20) + 4321);
+    stream_write(d, "b", "f", &data, &[1 << 20]).await;
+    let wrapped = DeadlineDrive::new(Arc::new(env.drive.clone()), DeadlineConfig::default());
+    // Written past the page cache where O_DIRECT works: read once the
+    // usual way, so that every page is cached.
+    assert_eq!(d.read_all("b", "f", 4 << 20).await.unwrap(), data);
+    for (name, drive) in [("local", d as &dyn Drive), ("deadline", &wrapped)] {
+        for (off, len) in [(524_320usize + 9, 524_320usize), (0, 4096), (77, 1000)] {
+            let buf = AlignedBuf::with_capacity(len + 4096).unwrap();
+            let (buf, n, pipe) = drive
+                .read_file_at_piped("b", "f", off as u64, len, buf)
+                .await
+                .unwrap();
+            assert_eq!(
+                (n, &buf[..]),
+                (len, &data[off..off + len]),
+                "{name} {off}+{len}"
+            );
+            let Some(mut pipe) = pipe else {
+                assert!(
+                    kind != Kind::Uring,
+                    "{name} {off}+{len}: cached, but no pipe"
+                );
+                continue;
+            };
+            assert_eq!(kind, Kind::Uring, "a pipe with cached reads off");
+            let mut held = vec![0u8; pipe.len()];
+            assert_eq!(pipe.read_into(&mut held).unwrap(), len);
+            assert!(
+                held == data[off..off + len],
+                "{name} {off}+{len}: the pipe's bytes"
+            );
+        }
+    }
+    // Errors are the usual read's.
+    let buf = AlignedBuf::with_capacity(4096).unwrap();
+    assert!(matches!(
+        d.read_file_at_piped("b", "missing", 0, 10, buf).await,
+        Err(DriveError::FileNotFound)
+    ));
 }

@@ -5,7 +5,8 @@
 //! The tests that corrupt shards run twice: with every read through the
 //! drive's ring (reads wait, so the GET reads blocks ahead) and with every
 //! shard file in the page cache (reads complete at once, so it reads none
-//! ahead).
+//! ahead), and once more with a sink that asks for pipes, which must hold
+//! exactly the bytes of their chunks.
 
 mod support;
 
@@ -18,20 +19,43 @@ use support::{data, dirs};
 const SHARD: u64 = 1 << 19;
 const STRIDE: u64 = SHARD + 32;
 
-/// Collects the chunks handed out.
+/// Collects the chunks handed out; asking for pipes, checks that each
+/// pipe holds its chunk's bytes.
 #[derive(Default)]
-struct Collect(Vec<Chunk>);
+struct Collect {
+    chunks: Vec<Chunk>,
+    wants_pipes: bool,
+    /// Chunks that came with a pipe.
+    piped: usize,
+}
 
 impl ChunkSink for Collect {
     async fn put(&mut self, chunk: Chunk) -> std::io::Result<()> {
-        self.0.push(chunk);
+        assert!(
+            self.wants_pipes || !chunk.has_pipe(),
+            "a pipe nobody asked for"
+        );
+        match chunk.into_bytes_and_pipe() {
+            (bytes, Some(mut pipe)) => {
+                let mut held = vec![0u8; pipe.len()];
+                assert_eq!(pipe.read_into(&mut held)?, bytes.len());
+                assert!(held == bytes[..], "a pipe holds other bytes than its chunk");
+                self.piped += 1;
+                self.chunks.push(Chunk::from(bytes));
+            }
+            (bytes, None) => self.chunks.push(Chunk::from(bytes)),
+        }
         Ok(())
+    }
+
+    fn wants_pipes(&self) -> bool {
+        self.wants_pipes
     }
 }
 
 impl Collect {
     fn bytes(&self) -> Vec<u8> {
-        self.0
+        self.chunks
             .iter()
             .flat_map(|c| c.as_slice().iter().copied())
             .collect()
@@ -51,11 +75,19 @@ enum Reads {
     Backend,
     /// The page cache: [`warm`] before each GET, and cached reads on.
     PageCache,
+    /// The page cache, for a sink that asks for pipes.
+    Piped,
+}
+
+impl Reads {
+    fn piped(self) -> bool {
+        matches!(self, Reads::Piped)
+    }
 }
 
 async fn open_for(ds: &[PathBuf], reads: Reads) -> ObjectLayer {
     let mut cfg = drive::LocalDriveConfig::default();
-    cfg.cached_reads = matches!(reads, Reads::PageCache);
+    cfg.cached_reads = !matches!(reads, Reads::Backend);
     let opts = LayerOptions {
         drive: Some(cfg),
         ..LayerOptions::default()
@@ -66,7 +98,7 @@ async fn open_for(ds: &[PathBuf], reads: Reads) -> ObjectLayer {
 /// Brings every drive's shard file of `key` into the page cache (PUTs
 /// write them with `O_DIRECT`, past it).
 fn warm(ds: &[PathBuf], bucket: &str, key: &str, reads: Reads) {
-    if matches!(reads, Reads::PageCache) {
+    if !matches!(reads, Reads::Backend) {
         for dir in ds {
             std::fs::read(part_file(dir, bucket, key)).unwrap();
         }
@@ -95,8 +127,24 @@ async fn read(
     offset: u64,
     len: u64,
 ) -> (Collect, Result<(), Error>) {
+    read_as(l, b, k, offset, len, Reads::Backend).await
+}
+
+/// [`read`], with a sink that asks for pipes if `reads` is
+/// [`Reads::Piped`].
+async fn read_as(
+    l: &ObjectLayer,
+    b: &str,
+    k: &str,
+    offset: u64,
+    len: u64,
+    reads: Reads,
+) -> (Collect, Result<(), Error>) {
     let o = l.open_object(b, k, None).await.expect("open_object");
-    let mut sink = Collect::default();
+    let mut sink = Collect {
+        wants_pipes: reads.piped(),
+        ..Collect::default()
+    };
     let r = l.read_object_chunks(&o, offset, len, &mut sink).await;
     (sink, r)
 }
@@ -132,8 +180,8 @@ async fn healthy_reads_hand_out_shard_slices() {
     assert_eq!(sink.bytes(), body);
     // One chunk per data shard of every block: nothing was cut smaller or
     // gathered (copied) on the way.
-    assert_eq!(sink.0.len(), 2 * 11);
-    assert!(sink.0.iter().all(|c| c.len() as u64 <= SHARD));
+    assert_eq!(sink.chunks.len(), 2 * 11);
+    assert!(sink.chunks.iter().all(|c| c.len() as u64 <= SHARD));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,19 +205,27 @@ async fn ranges_across_blocks() {
         (123_456, size as u64 - 123_456),
         (2 * mb, mb),
     ];
-    for &(off, len) in cases {
-        let (sink, r) = read(&l, "pipe", "k", off, len).await;
-        r.unwrap_or_else(|e| panic!("range {off}+{len}: {e}"));
-        assert_eq!(
-            sink.bytes(),
-            &body[off as usize..(off + len) as usize],
-            "range {off}+{len}"
-        );
+    // Read by the backend, and from the page cache with pipes: a range's
+    // shards cut short must not keep a pipe that holds the whole shard.
+    let mut piped = 0;
+    for reads in [Reads::Backend, Reads::Piped] {
+        warm(&ds, "pipe", "k", reads);
+        for &(off, len) in cases {
+            let (sink, r) = read_as(&l, "pipe", "k", off, len, reads).await;
+            r.unwrap_or_else(|e| panic!("range {off}+{len}: {e}"));
+            assert_eq!(
+                sink.bytes(),
+                &body[off as usize..(off + len) as usize],
+                "range {off}+{len} ({reads:?})"
+            );
+            piped += sink.piped;
+        }
     }
+    assert!(piped > 0);
     // Past the end: refused, nothing handed out.
     let (sink, r) = read(&l, "pipe", "k", size as u64 - 1, 2).await;
     assert!(matches!(r, Err(Error::InvalidRange { .. })), "{r:?}");
-    assert!(sink.0.is_empty());
+    assert!(sink.chunks.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,6 +236,11 @@ async fn shards_going_corrupt_mid_object_are_reconstructed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_going_corrupt_mid_object_are_reconstructed_from_the_page_cache() {
     corrupt_mid_object(Reads::PageCache).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_going_corrupt_mid_object_are_reconstructed_with_pipes() {
+    corrupt_mid_object(Reads::Piped).await;
 }
 
 async fn corrupt_mid_object(reads: Reads) {
@@ -201,9 +262,11 @@ async fn corrupt_mid_object(reads: Reads) {
             corrupt(&ds, a, "pipe", &key, 2);
             corrupt(&ds, b, "pipe", &key, 7);
             warm(&ds, "pipe", &key, reads);
-            let (sink, r) = read(&l, "pipe", &key, 0, body.len() as u64).await;
+            let (sink, r) = read_as(&l, "pipe", &key, 0, body.len() as u64, reads).await;
             r.unwrap_or_else(|e| panic!("{key} ({reads:?}): {e}"));
             assert!(sink.bytes() == body, "{key}: wrong bytes");
+            // Whole shards of intact records came with their pipes.
+            assert_eq!(sink.piped > 0, reads.piped(), "{key}: {} piped", sink.piped);
             // The old path (AsyncWrite) reports the drives it found bad.
             let mut out = Vec::new();
             let (_, report) = l
@@ -214,7 +277,7 @@ async fn corrupt_mid_object(reads: Reads) {
             assert!(report.bad_drives.iter().all(|&d| d == a || d == b));
             // A range starting inside the corrupt block.
             let off = 7 * (1 << 20) + 300_000;
-            let (sink, r) = read(&l, "pipe", &key, off, 3 << 20).await;
+            let (sink, r) = read_as(&l, "pipe", &key, off, 3 << 20, reads).await;
             r.unwrap();
             assert!(sink.bytes() == body[off as usize..off as usize + (3 << 20)]);
         }
@@ -248,6 +311,11 @@ async fn nothing_of_an_unreadable_block_is_handed_out_from_the_page_cache() {
     unreadable_block(Reads::PageCache).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_of_an_unreadable_block_is_handed_out_with_pipes() {
+    unreadable_block(Reads::Piped).await;
+}
+
 async fn unreadable_block(reads: Reads) {
     let tmp = tempfile::tempdir().unwrap();
     let ds = dirs(tmp.path(), 4);
@@ -260,7 +328,7 @@ async fn unreadable_block(reads: Reads) {
         corrupt(&ds, d, "pipe", "k", 4);
     }
     warm(&ds, "pipe", "k", reads);
-    let (sink, r) = read(&l, "pipe", "k", 0, body.len() as u64).await;
+    let (sink, r) = read_as(&l, "pipe", "k", 0, body.len() as u64, reads).await;
     match r {
         Err(Error::DataUnreadable {
             block,
@@ -277,4 +345,5 @@ async fn unreadable_block(reads: Reads) {
     let got = sink.bytes();
     assert_eq!(got.len(), 4 << 20);
     assert!(got == body[..4 << 20]);
+    assert_eq!(sink.piped > 0, reads.piped(), "{} piped", sink.piped);
 }

@@ -31,6 +31,7 @@ use crate::admission::Slot;
 use crate::auth::{ChecksumAlgorithm, ChunkedDecoder, Payload, PayloadSha256Verifier};
 use crate::checksum::Hasher;
 use crate::error::S3Error;
+use crate::splice::SpliceQueue;
 
 enum Mode {
     Plain,
@@ -338,6 +339,7 @@ impl ResponseBody {
             ChannelWriter {
                 tx,
                 budget: Arc::new(Semaphore::new(STREAM_BUDGET)),
+                splice: None,
             },
         )
     }
@@ -429,9 +431,19 @@ type QueuedFrame = (Bytes, OwnedSemaphorePermit);
 pub(crate) struct ChannelWriter {
     tx: mpsc::Sender<io::Result<QueuedFrame>>,
     budget: Arc<Semaphore>,
+    /// The connection's splice queue, when its transport can send frames
+    /// from pipes.
+    splice: Option<Arc<SpliceQueue>>,
 }
 
 impl ChannelWriter {
+    /// The same writer, handing chunks that come with a pipe to `queue`
+    /// (the response's connection sends them from their pipes).
+    pub(crate) fn splicing_to(mut self, queue: Option<Arc<SpliceQueue>>) -> ChannelWriter {
+        self.splice = queue;
+        self
+    }
+
     /// Ends the body with an error (the connection is then closed rather
     /// than the response looking complete).
     pub(crate) async fn abort(self, message: String) {
@@ -446,12 +458,19 @@ impl ChunkSink for ChannelWriter {
             return Ok(());
         }
         let gone = || io::Error::new(io::ErrorKind::BrokenPipe, "client went away");
-        let bytes = chunk.into_bytes();
+        let bytes = match (&self.splice, chunk.into_bytes_and_pipe()) {
+            (Some(queue), (bytes, Some(pipe))) => queue.wrap(bytes, pipe),
+            (_, (bytes, _)) => bytes,
+        };
         let share = u32::try_from(bytes.len().min(STREAM_BUDGET)).unwrap_or(u32::MAX);
         let permit = Arc::clone(&self.budget)
             .acquire_many_owned(share)
             .await
             .map_err(|_| gone())?;
         self.tx.send(Ok((bytes, permit))).await.map_err(|_| gone())
+    }
+
+    fn wants_pipes(&self) -> bool {
+        self.splice.is_some()
     }
 }

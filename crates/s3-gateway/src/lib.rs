@@ -21,6 +21,7 @@ mod encryption;
 mod error;
 mod handlers;
 mod service;
+pub mod splice;
 mod time;
 mod xml;
 

@@ -9,7 +9,7 @@
 use std::ffi::CString;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
@@ -20,6 +20,7 @@ use tokio::sync::Semaphore;
 use super::uring::{self, Chain, File, IoVecs, Op, StepResult, Uring};
 use super::walk::Namespace;
 use crate::buf::AlignedBuf;
+use crate::pipe::{Pipe, PipePool};
 
 /// A buffer handed to the kernel: the aligned kind for shard data, a plain
 /// vector for small metadata files. For both, the *region* the kernel may
@@ -236,6 +237,65 @@ impl Blocking {
 /// blocking pool. Directory listing, `statvfs`, `ftruncate` and recursive
 /// removal have no io_uring opcode (or only on very recent kernels) and use
 /// the blocking pool in both backends.
+/// Errors that say the kernel or file system lacks a feature, not that
+/// one call failed: `ENOSYS`, `EOPNOTSUPP`, `EINVAL`.
+fn unsupported(e: rustix::io::Errno) -> bool {
+    use rustix::io::Errno;
+    matches!(e, Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL)
+}
+
+/// `cachestat(2)`'s range and answer (Linux 6.5).
+#[repr(C)]
+struct CachestatRange {
+    off: u64,
+    len: u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct Cachestat {
+    nr_cache: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    nr_evicted: u64,
+    nr_recently_evicted: u64,
+}
+
+/// `cachestat`'s number on x86-64 and aarch64 (the generic table).
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// Whether every page of `len` bytes at `offset` of `fd` is in the page
+/// cache (`cachestat`; `ENOSYS` before Linux 6.5).
+fn cached_pages(fd: &OwnedFd, offset: u64, len: u64) -> Result<bool, rustix::io::Errno> {
+    use std::os::fd::AsRawFd;
+    let page = 4096u64;
+    let first = offset / page;
+    let last = offset.saturating_add(len).div_ceil(page);
+    let range = CachestatRange { off: offset, len };
+    let mut st = Cachestat::default();
+    // SAFETY: `fd` is an open descriptor for the duration of the call, and
+    // both pointers are to live, properly aligned `repr(C)` structs of the
+    // layout the kernel expects (`struct cachestat_range` and `struct
+    // cachestat`); the kernel writes only `*st`.
+    let rc = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut st as *mut Cachestat,
+            0u32,
+        )
+    };
+    if rc != 0 {
+        return Err(rustix::io::Errno::from_raw_os_error(
+            io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        ));
+    }
+    Ok(st.nr_cache >= last - first)
+}
+
 pub(crate) struct Io {
     pub(crate) blocking: Blocking,
     pub(crate) uring: Option<Uring>,
@@ -306,37 +366,8 @@ impl Io {
     /// or any error; nothing changed but `dst`, and the caller reads the
     /// usual way (which also reports errors).
     pub(crate) fn read_cached(&self, rel: &str, offset: u64, dst: &mut [u8]) -> Option<usize> {
-        use rustix::fs::ResolveFlags;
         use rustix::io::{Errno, ReadWriteFlags};
-        if !self.cached_reads.load(Ordering::Relaxed) {
-            return None;
-        }
-        // A kernel without `RESOLVE_CACHED` (`EINVAL` before 5.12,
-        // `ENOSYS` without `openat2`), or a file system without
-        // `RWF_NOWAIT` (`EOPNOTSUPP` for a regular file; a directory or
-        // special file gives it too, and says nothing of the file system):
-        // not tried again.
-        let unsupported = |e: Errno| matches!(e, Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL);
-        let open = |rel: &str, flags: OFlags| {
-            rustix::fs::openat2(
-                &*self.blocking.root,
-                at_path(rel),
-                flags,
-                Mode::empty(),
-                ResolveFlags::CACHED,
-            )
-        };
-        let flags = open_flags(OpenKind::Read, false);
-        let fd = match open(rel, flags) {
-            Ok(fd) => fd,
-            Err(e) => {
-                // (`EINVAL` may also be the path's; the root tells.)
-                if unsupported(e) && open("", flags | OFlags::DIRECTORY).is_err_and(unsupported) {
-                    self.cached_reads.store(false, Ordering::Relaxed);
-                }
-                return None;
-            }
-        };
+        let fd = self.open_cached(rel)?;
         let mut got = 0;
         while got < dst.len() {
             match rustix::io::preadv2(
@@ -360,6 +391,76 @@ impl Io {
             }
         }
         Some(got)
+    }
+
+    /// Opens `rel` for reading if its name is cached (`RESOLVE_CACHED`),
+    /// without waiting for the disk; `None` otherwise, or when cached reads
+    /// are off (and turns them off for a kernel without `RESOLVE_CACHED`).
+    fn open_cached(&self, rel: &str) -> Option<OwnedFd> {
+        use rustix::fs::ResolveFlags;
+        if !self.cached_reads.load(Ordering::Relaxed) {
+            return None;
+        }
+        let open = |rel: &str, flags: OFlags| {
+            rustix::fs::openat2(
+                &*self.blocking.root,
+                at_path(rel),
+                flags,
+                Mode::empty(),
+                ResolveFlags::CACHED,
+            )
+        };
+        let flags = open_flags(OpenKind::Read, false);
+        match open(rel, flags) {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                // (`EINVAL` may also be the path's; the root tells.)
+                if unsupported(e) && open("", flags | OFlags::DIRECTORY).is_err_and(unsupported) {
+                    self.cached_reads.store(false, Ordering::Relaxed);
+                }
+                None
+            }
+        }
+    }
+
+    /// [`read_cached`](Self::read_cached), leaving the bytes read in a pipe
+    /// as well (see [`crate::pipe`]): only when every page of the range is
+    /// in the page cache (`cachestat`), so that `splice` does not wait for
+    /// the disk. `None` as for `read_cached`, or when no pipe could be had;
+    /// the caller then reads the usual way.
+    pub(crate) fn read_piped(
+        &self,
+        rel: &str,
+        offset: u64,
+        dst: &mut [u8],
+        pipes: &Arc<PipePool>,
+    ) -> Option<(usize, Pipe)> {
+        if !pipes.enabled() || dst.is_empty() {
+            return None;
+        }
+        let fd = self.open_cached(rel)?;
+        match cached_pages(&fd, offset, dst.len() as u64) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => {
+                if unsupported(e) {
+                    pipes.disable();
+                }
+                return None;
+            }
+        }
+        let mut p1 = pipes.get()?;
+        match crate::pipe::splice_and_copy(fd.as_fd(), offset, dst.len(), &mut p1, dst) {
+            Ok(n) => Some((n, p1)),
+            Err(e) => {
+                if e.raw_os_error()
+                    .is_some_and(|c| unsupported(rustix::io::Errno::from_raw_os_error(c)))
+                {
+                    pipes.disable();
+                }
+                None
+            }
+        }
     }
 
     pub(crate) async fn open(&self, rel: &str, kind: OpenKind, direct: bool) -> io::Result<Fd> {
@@ -1256,5 +1357,82 @@ mod tests {
         // Turned off: never tried.
         let off = io_on(dir.path(), false);
         assert_eq!(off.read_cached("f", 100, &mut buf), None);
+    }
+
+    #[test]
+    fn piped_reads_leave_the_verified_bytes_in_a_pipe() {
+        use std::io::Read;
+        use std::os::fd::AsFd;
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let data: Vec<u8> = (0..1_600_000u32)
+            .map(|i| (i * 13 + i / 509) as u8)
+            .collect();
+        std::fs::write(dir.path().join("f"), &data).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let io = io_on(dir.path(), true);
+        let pipes = PipePool::new();
+
+        // A shard record's shape: 32 + 512 KiB at an offset of no alignment.
+        let (off, len) = (524_320usize + 77, 524_320usize);
+        let mut dst = vec![0u8; len];
+        let (n, mut pipe) = io.read_piped("f", off as u64, &mut dst, &pipes).unwrap();
+        assert_eq!(n, len);
+        assert_eq!(dst, data[off..off + len]);
+        assert_eq!(pipe.len(), len);
+        assert_eq!(pipes.out(), 1, "the second pipe went back");
+        // The pipe holds the same bytes; the first ones can be dropped.
+        pipe.skip(32).unwrap();
+        let (tx, mut rx) = std::os::unix::net::UnixStream::pair().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            rx.read_to_end(&mut got).unwrap();
+            got
+        });
+        while !pipe.is_empty() {
+            match pipe.splice_to(tx.as_fd(), usize::MAX) {
+                Ok(n) => assert!(n > 0),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(std::time::Duration::from_millis(1))
+                }
+                Err(e) => panic!("splice: {e}"),
+            }
+        }
+        drop(tx);
+        assert_eq!(reader.join().unwrap(), data[off + 32..off + len]);
+        drop(pipe);
+        assert_eq!(pipes.out(), 0);
+
+        // Past the end of the file, missing, a directory, outside the root:
+        // not piped (the usual read reports what it is).
+        let mut small = vec![0u8; 4096];
+        assert!(
+            io.read_piped("f", (data.len() - 100) as u64, &mut small, &pipes)
+                .is_none()
+        );
+        assert!(io.read_piped("missing", 0, &mut small, &pipes).is_none());
+        assert!(io.read_piped("sub", 0, &mut small, &pipes).is_none());
+        assert!(io.read_piped("../escape", 0, &mut small, &pipes).is_none());
+        assert!(pipes.enabled());
+        assert_eq!(pipes.out(), 0);
+
+        // Pages not cached: splice would wait for the disk, so no pipe.
+        evict(&dir.path().join("f"));
+        assert!(io.read_piped("f", off as u64, &mut dst, &pipes).is_none());
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), data);
+        let (n, pipe) = io.read_piped("f", 0, &mut small, &pipes).unwrap();
+        assert_eq!((n, pipe.len()), (4096, 4096));
+        assert_eq!(small, data[..4096]);
+        // Dropped with bytes in it: closed, not pooled, and no longer out.
+        drop(pipe);
+        assert_eq!(pipes.out(), 0);
+
+        // Cached reads off, or the pool off: never piped.
+        assert!(
+            io_on(dir.path(), false)
+                .read_piped("f", 0, &mut small, &pipes)
+                .is_none()
+        );
+        pipes.disable();
+        assert!(io.read_piped("f", 0, &mut small, &pipes).is_none());
     }
 }

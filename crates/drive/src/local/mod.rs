@@ -37,6 +37,7 @@ use crate::error::{Ctx, DriveError, Result, map_io};
 use crate::format::{META_VOLUME, SPREAD_DIRS, SPREAD_VOLUME, TMP_VOLUME, TRASH_VOLUME};
 use crate::health::HealthTracker;
 use crate::path::{self, check_volume, parent};
+use crate::pipe::{Pipe, PipePool};
 use crate::walk::{WalkOptions, WalkPage};
 
 /// Which I/O backend a [`LocalDrive`] uses.
@@ -84,6 +85,13 @@ pub struct LocalDriveConfig {
     /// backend when that fails. On by default; turned off for good on a
     /// kernel or file system without those flags.
     pub cached_reads: bool,
+    /// With `cached_reads`, [`Drive::read_file_at_piped`] leaves the bytes
+    /// of a read served from the page cache in a [`Pipe`](crate::pipe::Pipe)
+    /// too (`splice` and `tee`), so that they can be sent without another
+    /// copy. On by default; turned off for good where pipes of
+    /// [`PIPE_BYTES`](crate::pipe::PIPE_BYTES) cannot be made or the file
+    /// system cannot splice.
+    pub piped_reads: bool,
     /// Hard cap of [`Drive::read_all`] and [`Drive::write_all`] sizes, bytes.
     pub max_small_file: u64,
     /// Hard cap of a streamed file's size, bytes.
@@ -124,6 +132,7 @@ impl Default for LocalDriveConfig {
             direct_io: true,
             direct_read_at: false,
             cached_reads: true,
+            piped_reads: true,
             max_small_file: 64 << 20,
             max_file_size: 16 << 30,
             staging_bytes: 1 << 20,
@@ -195,6 +204,8 @@ struct Inner {
     trash_wake: Arc<Notify>,
     /// The next staging directory of [`SPREAD_VOLUME`] `write_all` uses.
     next_spread: AtomicUsize,
+    /// Pipes for [`Drive::read_file_at_piped`].
+    pipes: Arc<PipePool>,
 }
 
 /// Trash entries removed per pass of the background emptier; passes repeat
@@ -294,6 +305,10 @@ impl LocalDrive {
         let staging = BufferPool::new(cfg.staging_bytes, cfg.max_staging_buffers.max(1), 8)?;
         let readahead = BufferPool::new(cfg.readahead_bytes, cfg.max_readahead_buffers.max(1), 8)?;
         let background_trash = cfg.background_trash;
+        let pipes = PipePool::new();
+        if !cfg.piped_reads {
+            pipes.disable();
+        }
         let inner = Arc::new(Inner {
             root,
             io: Io {
@@ -312,6 +327,7 @@ impl LocalDrive {
             dir_syncs: DirSyncs::default(),
             trash_wake: Arc::new(Notify::new()),
             next_spread: AtomicUsize::new(0),
+            pipes,
         });
         if background_trash {
             tokio::spawn(empty_trash_in_background(
@@ -1026,6 +1042,28 @@ impl Inner {
         })
     }
 
+    async fn read_file_at_piped(
+        &self,
+        volume: &str,
+        path: &str,
+        offset: u64,
+        len: usize,
+        mut buf: AlignedBuf,
+    ) -> Result<(AlignedBuf, usize, Option<Pipe>)> {
+        if len <= buf.capacity() && !(self.want_direct() && self.cfg.direct_read_at) {
+            let rel = path::join(volume, path)?;
+            if let Some((n, pipe)) =
+                self.io
+                    .read_piped(&rel, offset, &mut buf.capacity_mut()[..len], &self.pipes)
+            {
+                buf.set_len(n);
+                return Ok((buf, n, Some(pipe)));
+            }
+        }
+        let (buf, n) = self.read_file_at(volume, path, offset, len, buf).await?;
+        Ok((buf, n, None))
+    }
+
     async fn read_file_at(
         &self,
         volume: &str,
@@ -1601,6 +1639,22 @@ impl Drive for LocalDrive {
             let writer = self.inner.create_file(volume, path, expected_size).await?;
             Ok(Box::new(writer) as Box<dyn ShardWriter>)
         }))
+    }
+
+    fn read_file_at_piped<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        offset: u64,
+        len: usize,
+        buf: AlignedBuf,
+    ) -> BoxFuture<'a, Result<(AlignedBuf, usize, Option<Pipe>)>> {
+        Box::pin(
+            self.tracked(
+                self.inner
+                    .read_file_at_piped(volume, path, offset, len, buf),
+            ),
+        )
     }
 
     fn read_file_at<'a>(

@@ -57,6 +57,7 @@ pub use placement::StorageClassConfig;
 use tokio::io::{AsyncRead, AsyncWrite};
 use uuid::Uuid;
 
+pub use drive::pipe::{Pipe, PipePool};
 pub use error::{Error, Result};
 pub use list::{ListOptions, ListResult, ListVersionsResult, ListedEncryption, ListedObject};
 pub use lock::{LocalLocker, LockGuard, Locker};

@@ -1146,6 +1146,7 @@ impl ErasureSet {
                     frame: &frame,
                     holder: &holder,
                     pool: pool.as_ref(),
+                    piped: sink.wants_pipes(),
                 };
                 // Shard reads of the next blocks are in flight while the
                 // current one is verified and sent, once a read had to wait
@@ -1210,9 +1211,15 @@ impl ErasureSet {
             };
             let drive = self.drives[d].clone();
             let (bucket, path) = (src.bucket.to_owned(), Arc::clone(src.path));
-            let (frame, pool) = (*src.frame, src.pool.cloned());
+            let (frame, pool, piped) = (*src.frame, src.pool.cloned(), src.piped);
             let task = tokio::spawn(async move {
-                read_record(&*drive, &bucket, &path, &frame, b, sl, pool.as_ref()).await
+                let rec = Record {
+                    frame: &frame,
+                    b,
+                    sl,
+                    piped,
+                };
+                read_record(&*drive, &bucket, &path, rec, pool.as_ref()).await
             });
             reads.push((s, d, task));
         }
@@ -2022,6 +2029,10 @@ async fn send_shards<S: ChunkSink>(
 pub struct Chunk {
     buf: ChunkBuf,
     range: std::ops::Range<usize>,
+    /// The same bytes as `range`, in a pipe (a read served from the page
+    /// cache for a sink that [wants pipes](ChunkSink::wants_pipes)); dropped
+    /// as soon as the chunk is narrowed or changed.
+    pipe: Option<drive::pipe::Pipe>,
 }
 
 enum ChunkBuf {
@@ -2038,7 +2049,13 @@ impl Chunk {
         Chunk {
             buf: ChunkBuf::Record(buf),
             range,
+            pipe: None,
         }
+    }
+
+    /// Whether the chunk's bytes are in a pipe too.
+    pub fn has_pipe(&self) -> bool {
+        self.pipe.is_some()
     }
 
     /// Bytes in the chunk.
@@ -2062,6 +2079,7 @@ impl Chunk {
 
     /// The bytes, to change in place (shared bytes are copied first).
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        self.pipe = None;
         if let ChunkBuf::Shared(b) = &self.buf {
             let v = b[self.range.clone()].to_vec();
             self.range = 0..v.len();
@@ -2079,8 +2097,18 @@ impl Chunk {
         let len = self.len();
         let (lo, hi) = (range.start.min(len), range.end.min(len));
         let base = self.range.start;
+        if (lo, hi) != (0, len) {
+            self.pipe = None;
+        }
         self.range = base + lo..base + hi.max(lo);
         self
+    }
+
+    /// The bytes as [`Bytes`], without a copy, and the pipe that holds the
+    /// same bytes, if any.
+    pub fn into_bytes_and_pipe(mut self) -> (Bytes, Option<drive::pipe::Pipe>) {
+        let pipe = self.pipe.take().filter(|p| p.len() == self.len());
+        (self.into_bytes(), pipe)
     }
 
     /// The bytes as [`Bytes`], without a copy.
@@ -2099,6 +2127,7 @@ impl From<Vec<u8>> for Chunk {
         Chunk {
             range: 0..v.len(),
             buf: ChunkBuf::Owned(v),
+            pipe: None,
         }
     }
 }
@@ -2108,13 +2137,17 @@ impl From<Bytes> for Chunk {
         Chunk {
             range: 0..b.len(),
             buf: ChunkBuf::Shared(b),
+            pipe: None,
         }
     }
 }
 
 impl std::fmt::Debug for Chunk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Chunk").field("len", &self.len()).finish()
+        f.debug_struct("Chunk")
+            .field("len", &self.len())
+            .field("pipe", &self.pipe.is_some())
+            .finish()
     }
 }
 
@@ -2124,6 +2157,14 @@ impl std::fmt::Debug for Chunk {
 pub trait ChunkSink: Send {
     /// Takes the next bytes of the range.
     fn put(&mut self, chunk: Chunk) -> impl Future<Output = std::io::Result<()>> + Send;
+
+    /// Whether chunks read from the page cache should carry their bytes in
+    /// a pipe as well ([`Chunk::into_bytes_and_pipe`]), for a sink that can
+    /// `splice` them to a socket. Not by default: a pipe costs two more
+    /// system calls per record.
+    fn wants_pipes(&self) -> bool {
+        false
+    }
 }
 
 /// A [`ChunkSink`] over an `AsyncWrite` (which copies each chunk).
@@ -2152,6 +2193,8 @@ struct FetchSource<'a> {
     frame: &'a bitrot::ShardFrame,
     holder: &'a [Vec<usize>],
     pool: Option<&'a BufferPool>,
+    /// Whether records read from the page cache come with a pipe.
+    piped: bool,
 }
 
 /// A shard read in flight: the verified shard data and whether its read
@@ -2182,34 +2225,64 @@ impl AsRef<[u8]> for RecordBuf {
     }
 }
 
-/// Reads record `b` of a shard file (`sl` bytes of shard data behind its
-/// hash) and verifies it. The read starts on an [`ALIGN`] boundary so that
-/// an `O_DIRECT` read lands in place; the shard data is returned as a
-/// slice of the buffer, after its hash verified, with whether the read was
-/// complete when first polled (served by the page cache on this thread).
+/// Which record of a shard file to read, and how.
+struct Record<'a> {
+    frame: &'a bitrot::ShardFrame,
+    /// The block.
+    b: u64,
+    /// Bytes of shard data behind the record's hash.
+    sl: usize,
+    /// Whether to ask for a pipe holding the shard data too.
+    piped: bool,
+}
+
+/// Reads a record of a shard file and verifies it. The read starts on an
+/// [`ALIGN`] boundary so that an `O_DIRECT` read lands in place; the shard
+/// data is returned as a slice of the buffer, after its hash verified, with
+/// whether the read was complete when first polled (served by the page
+/// cache on this thread). A piped read starts at the record itself, and
+/// when the page cache served it, the chunk carries a pipe holding the
+/// shard data the hash verified.
 async fn read_record(
     drive: &dyn Drive,
     bucket: &str,
     path: &str,
-    frame: &bitrot::ShardFrame,
-    b: u64,
-    sl: usize,
+    rec: Record<'_>,
     pool: Option<&BufferPool>,
 ) -> std::result::Result<(Chunk, bool), String> {
+    let Record {
+        frame,
+        b,
+        sl,
+        piped,
+    } = rec;
     let rec_off = frame
         .layout()
         .record_offset(b)
         .ok_or_else(|| format!("block {b} is past the shard file's end"))?;
     let rec_len = HASH_LEN + sl;
-    let skip = (rec_off % ALIGN as u64) as usize;
-    let span = align_up(skip + rec_len);
+    let skip = if piped {
+        0
+    } else {
+        (rec_off % ALIGN as u64) as usize
+    };
+    let span = if piped {
+        rec_len
+    } else {
+        align_up(skip + rec_len)
+    };
     let buf = match pool.and_then(BufferPool::try_get) {
         Some(Ok(buf)) if buf.capacity() >= span => buf,
         _ => AlignedBuf::with_capacity(span).map_err(|e| e.to_string())?,
     };
-    let (read, at_once) =
-        ready_at_once(drive.read_file_at(bucket, path, rec_off - skip as u64, span, buf)).await;
-    let (buf, got) = read.map_err(|e| e.to_string())?;
+    let at = rec_off - skip as u64;
+    let (read, at_once) = if piped {
+        ready_at_once(drive.read_file_at_piped(bucket, path, at, span, buf)).await
+    } else {
+        let (read, at_once) = ready_at_once(drive.read_file_at(bucket, path, at, span, buf)).await;
+        (read.map(|(buf, got)| (buf, got, None)), at_once)
+    };
+    let (buf, got, pipe) = read.map_err(|e| e.to_string())?;
     if got < skip + rec_len {
         return Err(format!(
             "short shard file: {} bytes at {rec_off}, expected {rec_len}",
@@ -2221,7 +2294,16 @@ async fn read_record(
         Ok(data) => return Err(format!("record of {} bytes, expected {sl}", data.len())),
         Err(e) => return Err(e.to_string()),
     }
-    Ok((Chunk::record(buf, skip + HASH_LEN..skip + rec_len), at_once))
+    let mut chunk = Chunk::record(buf, skip + HASH_LEN..skip + rec_len);
+    // The pipe holds the whole record as read: its hash goes, its data
+    // (the bytes just verified) stays with the chunk.
+    if let Some(mut pipe) = pipe
+        && pipe.len() == rec_len
+        && pipe.skip(HASH_LEN).is_ok()
+    {
+        chunk.pipe = Some(pipe);
+    }
+    Ok((chunk, at_once))
 }
 
 /// Awaits `fut`, with whether it was ready when first polled.

@@ -10,6 +10,7 @@ use crate::body::ResponseBody;
 use crate::encryption;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
+use crate::splice::SpliceQueue;
 use crate::time::{http_date, iso8601};
 use crate::xml::XmlWriter;
 
@@ -427,7 +428,19 @@ pub(super) async fn get_object<B>(
         *r.status_mut() = status;
         r
     } else {
-        let (body, mut writer) = ResponseBody::channel(len);
+        let (body, writer) = ResponseBody::channel(len);
+        // A plain TCP connection sends shard records read from the page
+        // cache from their pipes (`crate::splice`); decrypted bytes are
+        // new, so they go from memory.
+        let splice = match &existing {
+            None => ctx
+                .parts
+                .extensions
+                .get::<std::sync::Arc<SpliceQueue>>()
+                .cloned(),
+            Some(_) => None,
+        };
+        let mut writer = writer.splicing_to(splice);
         let layer = gw.layer.clone();
         let (bucket, key) = (ctx.bucket().to_owned(), ctx.key().to_owned());
         let request_id = ctx.request_id.clone();

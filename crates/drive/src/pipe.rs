@@ -1,0 +1,375 @@
+//! Pipes that carry bytes read from the page cache on to a socket without
+//! copying them again.
+//!
+//! A read served from the page cache ([`Drive::read_file_at_piped`]) can
+//! leave its bytes in a [`Pipe`] as well as in the caller's buffer:
+//! `splice` puts references to the file's cached pages into one pipe, `tee`
+//! duplicates those references into a second, and the caller's copy is
+//! read out of the second. The first pipe then holds the very pages the
+//! caller's bytes were copied from, pinned by the pipe, so whatever the
+//! caller checked of its copy (a bitrot hash) holds of the pipe's bytes
+//! too, even if the file's pages are dropped or the disk would now return
+//! something else. [`Pipe::splice_to`] then hands them to a socket, which
+//! on TCP takes the pages by reference instead of copying them.
+//!
+//! Pipes are non-blocking, sized to hold a whole shard record, and kept for
+//! reuse in a bounded [`PipePool`] once empty; a pipe dropped with bytes
+//! still in it is closed.
+//!
+//! [`Drive::read_file_at_piped`]: crate::Drive::read_file_at_piped
+
+use std::fmt;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rustix::io::Errno;
+use rustix::pipe::{PipeFlags, SpliceFlags};
+
+/// Capacity asked of every pooled pipe (1 MiB, the default
+/// `/proc/sys/fs/pipe-max-size`): room for a shard record of up to 1 MiB
+/// less a page, however its start is aligned.
+pub const PIPE_BYTES: usize = 1 << 20;
+
+/// Most empty pipes a pool keeps (each is two descriptors).
+const MAX_IDLE: usize = 16;
+
+/// Most pipes of one pool out at once: a bound on the descriptors (two
+/// each) and pipe capacity (counted against the user's
+/// `/proc/sys/fs/pipe-user-pages-soft` unless privileged) that reads in
+/// flight hold. Past it, reads go without a pipe.
+pub const MAX_OUT: usize = 64;
+
+/// A pipe holding [`len`](Pipe::len) bytes, in order, for one consumer.
+pub struct Pipe {
+    /// The read and write ends (taken only by `drop`).
+    ends: Option<(OwnedFd, OwnedFd)>,
+    len: usize,
+    pool: Arc<PipePool>,
+}
+
+impl fmt::Debug for Pipe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pipe").field("len", &self.len).finish()
+    }
+}
+
+impl Pipe {
+    fn r(&self) -> BorrowedFd<'_> {
+        let (r, _) = self
+            .ends
+            .as_ref()
+            .expect("a pipe's ends are taken only by drop");
+        r.as_fd()
+    }
+
+    fn w(&self) -> BorrowedFd<'_> {
+        let (_, w) = self
+            .ends
+            .as_ref()
+            .expect("a pipe's ends are taken only by drop");
+        w.as_fd()
+    }
+
+    /// Bytes in the pipe.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the pipe is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `src` into the pipe, after its bytes (for bytes that are in
+    /// memory only, such as a test's); fails without room for all of it.
+    pub fn fill(&mut self, src: &[u8]) -> io::Result<()> {
+        let mut done = 0;
+        while done < src.len() {
+            match rustix::io::write(self.w(), &src[done..]) {
+                Ok(n) => {
+                    done += n;
+                    self.len += n;
+                }
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the first `n` bytes (at most [`len`](Pipe::len)).
+    pub fn skip(&mut self, n: usize) -> io::Result<()> {
+        let mut left = n.min(self.len);
+        let mut scratch = [0u8; 256];
+        while left > 0 {
+            let want = left.min(scratch.len());
+            match rustix::io::read(self.r(), &mut scratch[..want]) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(got) => {
+                    left -= got;
+                    self.len -= got;
+                }
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves up to `max` of the pipe's first bytes to `out` (a socket or a
+    /// pipe) without waiting: how many moved, or `WouldBlock` when `out`
+    /// has no room now.
+    pub fn splice_to(&mut self, out: BorrowedFd<'_>, max: usize) -> io::Result<usize> {
+        let want = max.min(self.len);
+        if want == 0 {
+            return Ok(0);
+        }
+        loop {
+            match rustix::pipe::splice(
+                self.r(),
+                None,
+                out,
+                None,
+                want,
+                // No `MORE`: it would hold a response's last bytes back.
+                SpliceFlags::NONBLOCK | SpliceFlags::MOVE,
+            ) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.len -= n;
+                    return Ok(n);
+                }
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Reads the pipe's first bytes into `dst`: how many (the pipe's
+    /// length at most).
+    pub fn read_into(&mut self, dst: &mut [u8]) -> io::Result<usize> {
+        let want = dst.len().min(self.len);
+        let mut got = 0;
+        while got < want {
+            match rustix::io::read(self.r(), &mut dst[got..want]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    got += n;
+                    self.len -= n;
+                }
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(got)
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        if self.len == 0
+            && let Some(ends) = self.ends.take()
+        {
+            self.pool.put(ends);
+        }
+        self.pool.out.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Empty pipes kept for reuse, and a bound on the pipes out. A pool is
+/// turned off for good when the file system cannot splice.
+pub struct PipePool {
+    idle: Mutex<Vec<(OwnedFd, OwnedFd)>>,
+    enabled: AtomicBool,
+    /// Pipes handed out and not yet dropped.
+    out: AtomicUsize,
+}
+
+impl fmt::Debug for PipePool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PipePool")
+            .field("enabled", &self.enabled())
+            .finish()
+    }
+}
+
+impl PipePool {
+    /// An empty pool.
+    pub fn new() -> Arc<PipePool> {
+        Arc::new(PipePool {
+            idle: Mutex::new(Vec::new()),
+            enabled: AtomicBool::new(true),
+            out: AtomicUsize::new(0),
+        })
+    }
+
+    /// Whether pipes are made (false after the kernel refused one of
+    /// [`PIPE_BYTES`]).
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Turns the pool off for good (the file system cannot splice).
+    pub(crate) fn disable(&self) {
+        self.enabled.store(false, Ordering::Relaxed);
+    }
+
+    /// Pipes out now.
+    pub fn out(&self) -> usize {
+        self.out.load(Ordering::Relaxed)
+    }
+
+    /// An empty pipe: an idle one, or a new one. `None` when the pool is
+    /// off, [`MAX_OUT`] pipes are out, or a pipe of [`PIPE_BYTES`] cannot
+    /// be made now (out of descriptors, or over the user's pipe pages).
+    pub fn get(self: &Arc<Self>) -> Option<Pipe> {
+        if !self.enabled() {
+            return None;
+        }
+        if self.out.fetch_add(1, Ordering::Relaxed) >= MAX_OUT {
+            self.out.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let (r, w) = match idle {
+            Some(pair) => pair,
+            None => match self.make() {
+                Ok(pair) => pair,
+                Err(_) => {
+                    self.out.fetch_sub(1, Ordering::Relaxed);
+                    return None;
+                }
+            },
+        };
+        Some(Pipe {
+            ends: Some((r, w)),
+            len: 0,
+            pool: Arc::clone(self),
+        })
+    }
+
+    fn make(&self) -> rustix::io::Result<(OwnedFd, OwnedFd)> {
+        let (r, w) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+        if rustix::pipe::fcntl_setpipe_size(&w, PIPE_BYTES)? < PIPE_BYTES {
+            return Err(Errno::PERM);
+        }
+        Ok((r, w))
+    }
+
+    fn put(&self, ends: (OwnedFd, OwnedFd)) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(ends);
+        }
+    }
+}
+
+/// Fills `p1` with `len` bytes of `file` at `offset` (references to its
+/// cached pages), and `dst[..n]` with the same bytes through a second pipe
+/// taken from `p1`'s pool: `n`, fewer than `len` only at the end of the
+/// file. Any failure leaves `p1` holding whatever it got; the caller drops
+/// it.
+pub(crate) fn splice_and_copy(
+    file: BorrowedFd<'_>,
+    offset: u64,
+    len: usize,
+    p1: &mut Pipe,
+    dst: &mut [u8],
+) -> io::Result<usize> {
+    let len = len.min(dst.len());
+    let mut off = offset;
+    while p1.len < len {
+        match rustix::pipe::splice(
+            file,
+            Some(&mut off),
+            p1.w(),
+            None,
+            len - p1.len,
+            SpliceFlags::NONBLOCK,
+        ) {
+            Ok(0) => break,
+            Ok(n) => p1.len += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let n = p1.len;
+    let mut p2 = p1
+        .pool
+        .get()
+        .ok_or_else(|| io::Error::other("no second pipe"))?;
+    loop {
+        match rustix::pipe::tee(p1.r(), p2.w(), n, SpliceFlags::NONBLOCK) {
+            // `tee` duplicates from the start of `p1` each time, so the
+            // whole content must go in one call.
+            Ok(t) if t == n => break,
+            Ok(t) => {
+                p2.len = t;
+                return Err(io::Error::other(format!("tee moved {t} of {n} bytes")));
+            }
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    p2.len = n;
+    let got = p2.read_into(&mut dst[..n])?;
+    if got != n {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipes_are_bounded_reused_and_carry_bytes_in_order() {
+        let pool = PipePool::new();
+        let mut p = pool.get().unwrap();
+        assert!(rustix::pipe::fcntl_getpipe_size(p.w()).unwrap() >= PIPE_BYTES);
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+        p.fill(&bytes).unwrap();
+        assert_eq!(p.len(), bytes.len());
+        p.skip(1000).unwrap();
+        let mut out = vec![0u8; 5000];
+        assert_eq!(p.read_into(&mut out).unwrap(), 5000);
+        assert_eq!(out, bytes[1000..6000]);
+        // Into another pipe, as into a socket.
+        let mut q = pool.get().unwrap();
+        let moved = p.splice_to(q.w(), usize::MAX).unwrap();
+        q.len += moved;
+        assert_eq!(moved, bytes.len() - 6000);
+        assert!(p.is_empty());
+        let mut rest = vec![0u8; moved];
+        assert_eq!(q.read_into(&mut rest).unwrap(), moved);
+        assert_eq!(rest, bytes[6000..]);
+        assert_eq!(pool.out(), 2);
+        drop((p, q));
+        assert_eq!(pool.out(), 0);
+        assert_eq!(pool.idle.lock().unwrap().len(), 2, "empty pipes are kept");
+
+        // At most MAX_OUT at once; one more once one is back.
+        let held: Vec<Pipe> = (0..MAX_OUT).map(|_| pool.get().unwrap()).collect();
+        assert!(pool.get().is_none());
+        drop(held);
+        assert!(pool.get().is_some());
+        assert!(pool.idle.lock().unwrap().len() <= MAX_IDLE);
+
+        // A pipe dropped holding bytes is closed, not kept.
+        let idle = pool.idle.lock().unwrap().len();
+        let mut p = pool.get().unwrap();
+        p.fill(b"left over").unwrap();
+        drop(p);
+        assert_eq!(pool.idle.lock().unwrap().len(), idle - 1);
+        let p = pool.get().unwrap();
+        assert_eq!(p.len(), 0);
+        let mut probe = [0u8; 16];
+        assert!(
+            rustix::io::read(p.r(), &mut probe).is_err(),
+            "a reused pipe is empty"
+        );
+    }
+}

@@ -1,0 +1,383 @@
+//! Response bytes sent from pipes instead of memory, on plain TCP
+//! connections.
+//!
+//! A GET served from the page cache gets each shard record's verified data
+//! twice: in a buffer (where its hash was checked) and in a pipe holding
+//! the same page-cache pages ([`object::layer::Chunk::into_bytes_and_pipe`]).
+//! The body frame hyper sends is the buffer; [`SpliceQueue::wrap`] notes
+//! which memory that frame occupies and which pipe holds its bytes, and
+//! [`SpliceIo`], the connection's transport under hyper, sends a frame it
+//! recognises with `splice` from the pipe, so the kernel hands the pages to
+//! TCP by reference instead of copying them out of the buffer.
+//!
+//! Sending from the buffer is always correct as well, since it holds the
+//! same bytes: whenever anything does not line up (hyper hands over part
+//! of a frame, a pipe fails), the frame's pipe is dropped and its bytes go
+//! out of memory as usual. A frame is recognised only while it is alive
+//! (the queue holds weak references that the frame's owner keeps alive), so
+//! memory reused by a later frame is never mistaken for an earlier one.
+
+use std::io::{self, IoSlice};
+use std::os::fd::AsFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use object::layer::Pipe;
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::net::TcpStream;
+
+/// Most live frames a queue tracks; a frame past it is sent from memory
+/// (a response queues a few records at most, so this is never reached by
+/// one connection's own traffic).
+const MAX_LIVE: usize = 64;
+
+/// Bytes sent from pipes by every connection of this process.
+static SPLICED_TOTAL: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes sent from pipes by every connection of this process so far (a
+/// counter for the server's metrics).
+pub fn spliced_bytes_total() -> u64 {
+    SPLICED_TOTAL.load(Ordering::Relaxed)
+}
+
+/// The body frames of one connection whose bytes also wait in a pipe.
+#[derive(Debug, Default)]
+pub struct SpliceQueue {
+    live: Mutex<Vec<Weak<Spliced>>>,
+    spliced: AtomicU64,
+}
+
+/// One frame: where its bytes are in memory, and the pipe holding them.
+#[derive(Debug)]
+struct Spliced {
+    start: usize,
+    len: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// `None` once the frame's bytes went, or must go, from memory.
+    pipe: Option<Pipe>,
+    /// Bytes of the frame sent from the pipe so far.
+    sent: usize,
+}
+
+/// Owner of a wrapped frame's memory, keeping its [`Spliced`] entry alive
+/// exactly as long as the frame.
+struct Holder {
+    bytes: Bytes,
+    _entry: Arc<Spliced>,
+}
+
+impl AsRef<[u8]> for Holder {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl SpliceQueue {
+    /// A new, empty queue (one per connection).
+    pub fn new() -> Arc<SpliceQueue> {
+        Arc::new(SpliceQueue::default())
+    }
+
+    /// Bytes sent from pipes on this connection so far.
+    pub fn spliced_bytes(&self) -> u64 {
+        self.spliced.load(Ordering::Relaxed)
+    }
+
+    /// `bytes`, as the same memory, now known to be in `pipe` too (which
+    /// must hold exactly those bytes). Without room in the queue, or when
+    /// the lengths differ, `bytes` as they are.
+    pub fn wrap(&self, bytes: Bytes, pipe: Pipe) -> Bytes {
+        if pipe.len() != bytes.len() || bytes.is_empty() {
+            return bytes;
+        }
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.retain(|w| w.strong_count() > 0);
+        if live.len() >= MAX_LIVE {
+            return bytes;
+        }
+        let entry = Arc::new(Spliced {
+            start: bytes.as_ptr() as usize,
+            len: bytes.len(),
+            state: Mutex::new(State {
+                pipe: Some(pipe),
+                sent: 0,
+            }),
+        });
+        live.push(Arc::downgrade(&entry));
+        drop(live);
+        Bytes::from_owner(Holder {
+            bytes,
+            _entry: entry,
+        })
+    }
+
+    /// The live frame whose memory holds `ptr`, if any.
+    fn find(&self, ptr: usize) -> Option<Arc<Spliced>> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.iter()
+            .filter_map(Weak::upgrade)
+            .find(|e| (e.start..e.start + e.len).contains(&ptr))
+    }
+}
+
+/// A plain TCP connection that sends the frames its [`SpliceQueue`] knows
+/// from their pipes; everything else passes through.
+#[derive(Debug)]
+pub struct SpliceIo {
+    inner: TcpStream,
+    queue: Arc<SpliceQueue>,
+}
+
+impl SpliceIo {
+    /// `stream`, sending the frames `queue` knows from their pipes.
+    pub fn new(stream: TcpStream, queue: Arc<SpliceQueue>) -> SpliceIo {
+        SpliceIo {
+            inner: stream,
+            queue,
+        }
+    }
+
+    /// Sends from `entry`'s pipe if `slice` is exactly the rest of its
+    /// frame; `None` when it is not (the pipe is then dropped, and the
+    /// frame goes from memory).
+    fn poll_splice(
+        &mut self,
+        cx: &mut Context<'_>,
+        entry: &Spliced,
+        slice: &[u8],
+    ) -> Option<Poll<io::Result<usize>>> {
+        let mut state = entry.state.lock().unwrap_or_else(|p| p.into_inner());
+        let State { pipe, sent } = &mut *state;
+        let rest = pipe.as_ref().map_or(0, |p| p.len());
+        let lined_up = slice.as_ptr() as usize == entry.start + *sent && slice.len() == rest;
+        if !lined_up || rest == 0 {
+            *pipe = None;
+            return None;
+        }
+        let p = pipe.as_mut()?;
+        loop {
+            match self.inner.poll_write_ready(cx) {
+                Poll::Pending => return Some(Poll::Pending),
+                Poll::Ready(Err(e)) => return Some(Poll::Ready(Err(e))),
+                Poll::Ready(Ok(())) => {}
+            }
+            let fd = self.inner.as_fd();
+            match self
+                .inner
+                .try_io(Interest::WRITABLE, || p.splice_to(fd, slice.len()))
+            {
+                Ok(n) => {
+                    *sent += n;
+                    self.queue.spliced.fetch_add(n as u64, Ordering::Relaxed);
+                    SPLICED_TOTAL.fetch_add(n as u64, Ordering::Relaxed);
+                    if p.is_empty() {
+                        *pipe = None;
+                    }
+                    return Some(Poll::Ready(Ok(n)));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => {
+                    // Nothing was sent from the pipe: the bytes go from
+                    // memory instead.
+                    tracing::debug!("splice to the socket: {e}");
+                    *pipe = None;
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+impl AsyncRead for SpliceIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for SpliceIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[IoSlice::new(buf)])
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        // A first slice that is a known frame goes from its pipe; otherwise
+        // the slices before the first known frame go from memory.
+        let mut upto = bufs.len();
+        for (i, b) in bufs.iter().enumerate() {
+            if b.is_empty() {
+                continue;
+            }
+            let Some(entry) = this.queue.find(b.as_ptr() as usize) else {
+                continue;
+            };
+            if i == 0 {
+                if let Some(done) = this.poll_splice(cx, &entry, b) {
+                    return done;
+                }
+            } else {
+                upto = i;
+            }
+            break;
+        }
+        Pin::new(&mut this.inner).poll_write_vectored(cx, &bufs[..upto])
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object::layer::PipePool;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// A connected pair: the server's end under a [`SpliceIo`], and the
+    /// client's end.
+    async fn pair() -> (SpliceIo, Arc<SpliceQueue>, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (server, _) = l.accept().await.unwrap();
+        let queue = SpliceQueue::new();
+        (SpliceIo::new(server, Arc::clone(&queue)), queue, client)
+    }
+
+    fn pattern(len: usize, seed: u8) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect()
+    }
+
+    /// A pipe holding `bytes`.
+    fn pipe_of(pool: &Arc<PipePool>, bytes: &[u8]) -> Pipe {
+        let mut p = pool.get().unwrap();
+        p.fill(bytes).unwrap();
+        p
+    }
+
+    /// Writes `frames` as hyper does: vectored, advancing past what each
+    /// call took.
+    async fn send(io: &mut SpliceIo, mut frames: Vec<Bytes>) {
+        use bytes::Buf;
+        while !frames.is_empty() {
+            let slices: Vec<IoSlice<'_>> = frames.iter().map(|b| IoSlice::new(b)).collect();
+            let mut n = io.write_vectored(&slices).await.unwrap();
+            assert!(n > 0);
+            drop(slices);
+            while n > 0 {
+                let take = n.min(frames[0].len());
+                frames[0].advance(take);
+                n -= take;
+                if frames[0].is_empty() {
+                    frames.remove(0);
+                }
+            }
+        }
+        io.flush().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_known_frame_goes_from_its_pipe_the_rest_from_memory() {
+        let (mut io, queue, mut client) = pair().await;
+        let pool = PipePool::new();
+        let len = 1 << 20;
+        // The pipe deliberately holds other bytes than the memory, to
+        // tell which one was sent (in use both hold the same).
+        let memory = pattern(len, 1);
+        let piped = pattern(len, 2);
+        let frame = queue.wrap(Bytes::from(memory.clone()), pipe_of(&pool, &piped));
+        let head = Bytes::from_static(b"HTTP/1.1 200 OK\r\ncontent-length: 1048576\r\n\r\n");
+        let reader = tokio::spawn(async move {
+            // A slow reader: the socket fills, splice waits for room.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            let mut got = vec![0u8; 44 + (1 << 20)];
+            client.read_exact(&mut got).await.unwrap();
+            got
+        });
+        send(&mut io, vec![head.clone(), frame]).await;
+        let got = reader.await.unwrap();
+        assert_eq!(&got[..head.len()], &head[..]);
+        assert!(
+            got[head.len()..] == piped[..],
+            "the frame went from its pipe"
+        );
+        assert_eq!(queue.spliced_bytes(), len as u64);
+        assert!(spliced_bytes_total() >= len as u64);
+        assert_eq!(pool.out(), 0, "the emptied pipe went back");
+    }
+
+    #[tokio::test]
+    async fn a_frame_not_sent_whole_from_its_pipe_goes_from_memory() {
+        let (mut io, queue, mut client) = pair().await;
+        let pool = PipePool::new();
+        let len = 300_000;
+        let memory = pattern(len, 3);
+        let frame = queue.wrap(
+            Bytes::from(memory.clone()),
+            pipe_of(&pool, &pattern(len, 4)),
+        );
+        // Its first bytes handed over on their own (not the whole rest of
+        // the frame): the pipe is dropped, and all of it goes from memory.
+        io.write_all(&frame[..1000]).await.unwrap();
+        send(&mut io, vec![frame.slice(1000..)]).await;
+        let mut got = vec![0u8; len];
+        client.read_exact(&mut got).await.unwrap();
+        assert!(got == memory);
+        assert_eq!(queue.spliced_bytes(), 0);
+        drop(frame);
+        assert_eq!(pool.out(), 0);
+
+        // A pipe that does not hold the frame's length is not taken.
+        let other = Bytes::from(pattern(1000, 5));
+        let p = pipe_of(&pool, &pattern(999, 5));
+        let same = queue.wrap(other.clone(), p);
+        assert_eq!(same.as_ptr(), other.as_ptr());
+        assert!(queue.find(same.as_ptr() as usize).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_dropped_frame_is_forgotten() {
+        let (_io, queue, _client) = pair().await;
+        let pool = PipePool::new();
+        let frame = queue.wrap(
+            Bytes::from(pattern(4096, 6)),
+            pipe_of(&pool, &pattern(4096, 6)),
+        );
+        let at = frame.as_ptr() as usize;
+        assert!(queue.find(at + 100).is_some());
+        drop(frame);
+        // Its memory may now hold anything: no longer matched.
+        assert!(queue.find(at + 100).is_none());
+        assert_eq!(pool.out(), 0, "its pipe, still full, was closed");
+    }
+}
