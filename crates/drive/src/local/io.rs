@@ -233,12 +233,12 @@ impl Blocking {
     }
 }
 
-/// The primitives, over io_uring when a ring is running, else over the
-/// blocking pool. Directory listing, `statvfs`, `ftruncate` and recursive
-/// removal have no io_uring opcode (or only on very recent kernels) and use
-/// the blocking pool in both backends.
 /// Errors that say the kernel or file system lacks a feature, not that
-/// one call failed: `ENOSYS`, `EOPNOTSUPP`, `EINVAL`.
+/// one call failed: `ENOSYS` (no `openat2`, no `cachestat`), `EINVAL` (no
+/// `RESOLVE_CACHED` before Linux 5.12), `EOPNOTSUPP` (a file system
+/// without `RWF_NOWAIT`; a directory or special file gives it too, and
+/// says nothing of the file system). A feature found missing is not tried
+/// again.
 fn unsupported(e: rustix::io::Errno) -> bool {
     use rustix::io::Errno;
     matches!(e, Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL)
@@ -261,11 +261,24 @@ struct Cachestat {
     nr_recently_evicted: u64,
 }
 
-/// `cachestat`'s number on x86-64 and aarch64 (the generic table).
+/// `cachestat`'s number: 451 in x86-64's table and in the generic one
+/// (aarch64, riscv64, loongarch64); other architectures do without.
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64",
+    target_arch = "loongarch64"
+))]
 const SYS_CACHESTAT: libc::c_long = 451;
 
 /// Whether every page of `len` bytes at `offset` of `fd` is in the page
 /// cache (`cachestat`; `ENOSYS` before Linux 6.5).
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64",
+    target_arch = "loongarch64"
+))]
 fn cached_pages(fd: &OwnedFd, offset: u64, len: u64) -> Result<bool, rustix::io::Errno> {
     use std::os::fd::AsRawFd;
     let page = 4096u64;
@@ -296,6 +309,21 @@ fn cached_pages(fd: &OwnedFd, offset: u64, len: u64) -> Result<bool, rustix::io:
     Ok(st.nr_cache >= last - first)
 }
 
+/// Without a known `cachestat` number: never piped.
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64",
+    target_arch = "loongarch64"
+)))]
+fn cached_pages(_: &OwnedFd, _: u64, _: u64) -> Result<bool, rustix::io::Errno> {
+    Err(rustix::io::Errno::NOSYS)
+}
+
+/// The primitives, over io_uring when a ring is running, else over the
+/// blocking pool. Directory listing, `statvfs`, `ftruncate` and recursive
+/// removal have no io_uring opcode (or only on very recent kernels) and use
+/// the blocking pool in both backends.
 pub(crate) struct Io {
     pub(crate) blocking: Blocking,
     pub(crate) uring: Option<Uring>,
