@@ -28,9 +28,13 @@ use rustix::io::Errno;
 use rustix::pipe::{PipeFlags, SpliceFlags};
 
 /// Capacity asked of every pooled pipe (1 MiB, the default
-/// `/proc/sys/fs/pipe-max-size`): room for a shard record of up to 1 MiB
-/// less a page, however its start is aligned.
+/// `/proc/sys/fs/pipe-max-size`): 256 page slots, room for a shard record
+/// of up to [`MAX_PIPED`] bytes however its start is aligned.
 pub const PIPE_BYTES: usize = 1 << 20;
+
+/// Longest read that is piped: a pipe's page slots less the two partial
+/// pages at its ends.
+pub const MAX_PIPED: usize = PIPE_BYTES - 2 * 4096;
 
 /// Most empty pipes a pool keeps (each is two descriptors).
 const MAX_IDLE: usize = 16;
@@ -120,7 +124,10 @@ impl Pipe {
 
     /// Moves up to `max` of the pipe's first bytes to `out` (a socket or a
     /// pipe) without waiting: how many moved, or `WouldBlock` when `out`
-    /// has no room now.
+    /// has no room now. A socket whose peer is gone gives `BrokenPipe`,
+    /// and, as `splice` sends without `MSG_NOSIGNAL`, raises `SIGPIPE`,
+    /// which Rust programs ignore from their start (a program that
+    /// restores its default action must not call this).
     pub fn splice_to(&mut self, out: BorrowedFd<'_>, max: usize) -> io::Result<usize> {
         let want = max.min(self.len);
         if want == 0 {
@@ -205,13 +212,13 @@ impl PipePool {
         })
     }
 
-    /// Whether pipes are made (false after the kernel refused one of
-    /// [`PIPE_BYTES`]).
+    /// Whether pipes are handed out (not when turned off by configuration,
+    /// or on a kernel or file system without `cachestat` or `splice`).
     pub fn enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
     }
 
-    /// Turns the pool off for good (the file system cannot splice).
+    /// Turns the pool off for good.
     pub(crate) fn disable(&self) {
         self.enabled.store(false, Ordering::Relaxed);
     }
@@ -357,6 +364,15 @@ mod tests {
         drop(held);
         assert!(pool.get().is_some());
         assert!(pool.idle.lock().unwrap().len() <= MAX_IDLE);
+
+        // Into a socket whose peer is gone: an error, not a signal.
+        let (tx, rx) = std::os::unix::net::UnixStream::pair().unwrap();
+        drop(rx);
+        let mut p = pool.get().unwrap();
+        p.fill(b"nobody reads this").unwrap();
+        let e = p.splice_to(tx.as_fd(), usize::MAX).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+        drop(p);
 
         // A pipe dropped holding bytes is closed, not kept.
         let idle = pool.idle.lock().unwrap().len();

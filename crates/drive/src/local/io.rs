@@ -454,7 +454,8 @@ impl Io {
     /// [`read_cached`](Self::read_cached), leaving the bytes read in a pipe
     /// as well (see [`crate::pipe`]): only when every page of the range is
     /// in the page cache (`cachestat`), so that `splice` does not wait for
-    /// the disk. `None` as for `read_cached`, or when no pipe could be had;
+    /// the disk. `None` as for `read_cached`, for a range longer than
+    /// [`MAX_PIPED`](crate::pipe::MAX_PIPED), or when no pipe could be had;
     /// the caller then reads the usual way.
     pub(crate) fn read_piped(
         &self,
@@ -463,7 +464,7 @@ impl Io {
         dst: &mut [u8],
         pipes: &Arc<PipePool>,
     ) -> Option<(usize, Pipe)> {
-        if !pipes.enabled() || dst.is_empty() {
+        if !pipes.enabled() || dst.is_empty() || dst.len() > crate::pipe::MAX_PIPED {
             return None;
         }
         let fd = self.open_cached(rel)?;
@@ -1440,6 +1441,13 @@ mod tests {
         assert!(io.read_piped("missing", 0, &mut small, &pipes).is_none());
         assert!(io.read_piped("sub", 0, &mut small, &pipes).is_none());
         assert!(io.read_piped("../escape", 0, &mut small, &pipes).is_none());
+        // Longer than a pipe holds: not piped.
+        let mut long = vec![0u8; crate::pipe::MAX_PIPED + 1];
+        assert!(io.read_piped("f", 0, &mut long, &pipes).is_none());
+        assert!(
+            io.read_piped("f", 0, &mut long[..crate::pipe::MAX_PIPED], &pipes)
+                .is_some()
+        );
         assert!(pipes.enabled());
         assert_eq!(pipes.out(), 0);
 
