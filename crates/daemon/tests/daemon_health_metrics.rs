@@ -2,7 +2,7 @@
 
 mod daemon_support;
 
-use daemon_support::{Daemon, drive_dirs, run, tessera};
+use daemon_support::{Daemon, drive_dirs, get_bytes, metric_value, run, tessera};
 
 const USER: &str = "metrics-admin";
 const PASSWORD: &str = "metrics-secret";
@@ -103,10 +103,7 @@ async fn health_follows_the_drives_and_metrics_count_requests() {
         assert!(free > 0, "{free}");
         // The body of the PUT (10 bytes, possibly aws-chunked with a
         // checksum trailer) was counted.
-        let received = m
-            .lines()
-            .find_map(|l| l.strip_prefix(r#"tessera_s3_received_bytes_total{api="PutObject"} "#))
-            .and_then(|v| v.parse::<u64>().ok())
+        let received = metric_value(&m, r#"tessera_s3_received_bytes_total{api="PutObject"}"#)
             .unwrap_or_else(|| panic!("no PutObject bytes in\n{m}"));
         assert!(received >= 10, "{received}");
     }
@@ -125,27 +122,13 @@ async fn health_follows_the_drives_and_metrics_count_requests() {
         .await
         .unwrap();
     for _ in 0..3 {
-        let got = s3
-            .get_object()
-            .bucket("metered")
-            .key("big")
-            .send()
-            .await
-            .unwrap()
-            .body
-            .collect()
-            .await
-            .unwrap()
-            .into_bytes();
-        assert!(got[..] == body[..], "GET of big: wrong bytes");
+        let got = get_bytes(&s3, "metered", "big").await;
+        assert!(got == body, "GET of big: wrong bytes");
     }
     let m = d
         .get("/tessera/metrics", &[("Authorization", &auth)])
         .text();
-    let spliced = m
-        .lines()
-        .find_map(|l| l.strip_prefix("tessera_http_spliced_bytes_total "))
-        .and_then(|v| v.parse::<u64>().ok())
+    let spliced = metric_value(&m, "tessera_http_spliced_bytes_total")
         .unwrap_or_else(|| panic!("no spliced bytes in\n{m}"));
     assert!(
         (1 << 20..=3 * body.len() as u64).contains(&spliced),

@@ -10,7 +10,9 @@ use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
 use aws_sdk_s3::presigning::PresigningConfig;
-use daemon_support::{Daemon, PATIENCE, clean_command, drive_dirs, parse_response, tessera};
+use daemon_support::{
+    Daemon, PATIENCE, clean_command, drive_dirs, get_bytes, parse_response, tessera,
+};
 
 /// Receives notification datagrams until one contains `what`.
 fn wait_notification(sock: &UnixDatagram, what: &str) -> String {
@@ -269,19 +271,8 @@ async fn a_crowd_of_connections_cannot_exhaust_descriptors() {
         started.elapsed()
     );
     drop(crowd);
-    let got = s3
-        .get_object()
-        .bucket("crowd")
-        .key("behind-the-crowd")
-        .send()
-        .await
-        .unwrap()
-        .body
-        .collect()
-        .await
-        .unwrap()
-        .into_bytes();
-    assert!(got.as_ref() == body.as_slice(), "read back bit for bit");
+    let got = get_bytes(&s3, "crowd", "behind-the-crowd").await;
+    assert!(got == body, "read back bit for bit");
     // Every drive still online.
     d.wait_for_status("/minio/health/cluster", 200);
     let metrics = d.wait_for_status("/minio/v2/metrics/cluster", 200).text();

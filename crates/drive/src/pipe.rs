@@ -60,20 +60,19 @@ impl fmt::Debug for Pipe {
 }
 
 impl Pipe {
-    fn r(&self) -> BorrowedFd<'_> {
-        let (r, _) = self
-            .ends
+    /// The read and write ends.
+    fn ends(&self) -> &(OwnedFd, OwnedFd) {
+        self.ends
             .as_ref()
-            .expect("a pipe's ends are taken only by drop");
-        r.as_fd()
+            .expect("a pipe's ends are taken only by drop")
+    }
+
+    fn r(&self) -> BorrowedFd<'_> {
+        self.ends().0.as_fd()
     }
 
     fn w(&self) -> BorrowedFd<'_> {
-        let (_, w) = self
-            .ends
-            .as_ref()
-            .expect("a pipe's ends are taken only by drop");
-        w.as_fd()
+        self.ends().1.as_fd()
     }
 
     /// Bytes in the pipe.

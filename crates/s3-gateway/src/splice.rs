@@ -18,6 +18,7 @@
 //! memory reused by a later frame is never mistaken for an earlier one.
 
 use std::io::{self, IoSlice};
+use std::ops::Range;
 use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,7 +47,8 @@ pub fn spliced_bytes_total() -> u64 {
 /// The body frames of one connection whose bytes also wait in a pipe.
 #[derive(Debug, Default)]
 pub struct SpliceQueue {
-    live: Mutex<Vec<Weak<Spliced>>>,
+    /// Where each frame lies in memory, and the frame while it lives.
+    live: Mutex<Vec<(Range<usize>, Weak<Spliced>)>>,
     spliced: AtomicU64,
 }
 
@@ -98,7 +100,7 @@ impl SpliceQueue {
             return bytes;
         }
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        live.retain(|w| w.strong_count() > 0);
+        live.retain(|(_, w)| w.strong_count() > 0);
         if live.len() >= MAX_LIVE {
             return bytes;
         }
@@ -110,7 +112,7 @@ impl SpliceQueue {
                 sent: 0,
             }),
         });
-        live.push(Arc::downgrade(&entry));
+        live.push((entry.start..entry.start + entry.len, Arc::downgrade(&entry)));
         drop(live);
         Bytes::from_owner(Holder {
             bytes,
@@ -119,11 +121,30 @@ impl SpliceQueue {
     }
 
     /// The live frame whose memory holds `ptr`, if any.
+    #[cfg(test)]
     fn find(&self, ptr: usize) -> Option<Arc<Spliced>> {
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        Self::holding(&live, ptr)
+    }
+
+    /// The first non-empty slice of `bufs` that lies in a live frame, with
+    /// its index (one lock for the whole list).
+    fn first_known(&self, bufs: &[IoSlice<'_>]) -> Option<(usize, Arc<Spliced>)> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if live.is_empty() {
+            return None;
+        }
+        bufs.iter()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .find_map(|(i, b)| Some((i, Self::holding(&live, b.as_ptr() as usize)?)))
+    }
+
+    /// Of `live`, the frame still alive whose memory holds `ptr`.
+    fn holding(live: &[(Range<usize>, Weak<Spliced>)], ptr: usize) -> Option<Arc<Spliced>> {
         live.iter()
-            .filter_map(Weak::upgrade)
-            .find(|e| (e.start..e.start + e.len).contains(&ptr))
+            .filter(|(at, _)| at.contains(&ptr))
+            .find_map(|(_, w)| w.upgrade())
     }
 }
 
@@ -222,23 +243,17 @@ impl AsyncWrite for SpliceIo {
         let this = &mut *self;
         // A first slice that is a known frame goes from its pipe; otherwise
         // the slices before the first known frame go from memory.
-        let mut upto = bufs.len();
-        for (i, b) in bufs.iter().enumerate() {
-            if b.is_empty() {
-                continue;
-            }
-            let Some(entry) = this.queue.find(b.as_ptr() as usize) else {
-                continue;
-            };
-            if i == 0 {
-                if let Some(done) = this.poll_splice(cx, &entry, b) {
-                    return done;
+        let upto = match this.queue.first_known(bufs) {
+            // (Only empty slices before it: nothing else to write first.)
+            Some((i, entry)) if bufs[..i].iter().all(|b| b.is_empty()) => {
+                match this.poll_splice(cx, &entry, &bufs[i]) {
+                    Some(done) => return done,
+                    None => bufs.len(),
                 }
-            } else {
-                upto = i;
             }
-            break;
-        }
+            Some((i, _)) => i,
+            None => bufs.len(),
+        };
         Pin::new(&mut this.inner).poll_write_vectored(cx, &bufs[..upto])
     }
 

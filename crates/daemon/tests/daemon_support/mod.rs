@@ -211,6 +211,30 @@ impl Drop for Daemon {
 }
 
 /// An aws-sdk-s3 client (path style, rustls with ring).
+/// The whole body of `bucket/key`, through `s3`; panics on any error.
+pub async fn get_bytes(s3: &Client, bucket: &str, key: &str) -> Vec<u8> {
+    s3.get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {bucket}/{key}: {e:?}"))
+        .body
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("GET {bucket}/{key} body: {e}"))
+        .to_vec()
+}
+
+/// The value of the sample line starting with `name ` (a metric without
+/// labels, or `name{labels} `) in a Prometheus exposition.
+pub fn metric_value(exposition: &str, name: &str) -> Option<u64> {
+    exposition
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 pub fn s3_client(endpoint: &str, access: &str, secret: &str) -> Client {
     let conf = aws_sdk_s3::Config::builder()
         .behavior_version(BehaviorVersion::latest())

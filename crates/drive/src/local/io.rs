@@ -320,6 +320,43 @@ fn cached_pages(_: &OwnedFd, _: u64, _: u64) -> Result<bool, rustix::io::Errno> 
     Err(rustix::io::Errno::NOSYS)
 }
 
+/// `len(dst)` bytes of `fd` at `offset` into `dst` and into a pipe from
+/// `pipes` ([`crate::pipe::splice_and_copy`]), when every page of the range
+/// is cached and the range fits a pipe; `None` otherwise (and the pool is
+/// turned off where `cachestat` or `splice` is missing).
+fn splice_cached(
+    fd: &OwnedFd,
+    offset: u64,
+    dst: &mut [u8],
+    pipes: &Arc<PipePool>,
+) -> Option<(usize, Pipe)> {
+    if !pipes.enabled() || dst.is_empty() || dst.len() > crate::pipe::MAX_PIPED {
+        return None;
+    }
+    match cached_pages(fd, offset, dst.len() as u64) {
+        Ok(true) => {}
+        Ok(false) => return None,
+        Err(e) => {
+            if unsupported(e) {
+                pipes.disable();
+            }
+            return None;
+        }
+    }
+    let mut p1 = pipes.get()?;
+    match crate::pipe::splice_and_copy(fd.as_fd(), offset, dst.len(), &mut p1, dst) {
+        Ok(n) => Some((n, p1)),
+        Err(e) => {
+            if e.raw_os_error()
+                .is_some_and(|c| unsupported(rustix::io::Errno::from_raw_os_error(c)))
+            {
+                pipes.disable();
+            }
+            None
+        }
+    }
+}
+
 /// The primitives, over io_uring when a ring is running, else over the
 /// blocking pool. Directory listing, `statvfs`, `ftruncate` and recursive
 /// removal have no io_uring opcode (or only on very recent kernels) and use
@@ -394,8 +431,31 @@ impl Io {
     /// or any error; nothing changed but `dst`, and the caller reads the
     /// usual way (which also reports errors).
     pub(crate) fn read_cached(&self, rel: &str, offset: u64, dst: &mut [u8]) -> Option<usize> {
+        self.read_cached_piped(rel, offset, dst, None)
+            .map(|(n, _)| n)
+    }
+
+    /// [`read_cached`](Self::read_cached), which with `pipes` also leaves
+    /// the bytes read in a pipe (see [`crate::pipe`]) where it can: when
+    /// every page of the range is in the page cache (`cachestat`, so that
+    /// `splice` does not wait for the disk), the range is no longer than
+    /// [`MAX_PIPED`](crate::pipe::MAX_PIPED), and a pipe can be had.
+    /// Otherwise the bytes are read as `read_cached` reads them, through
+    /// the file already opened, with no pipe.
+    pub(crate) fn read_cached_piped(
+        &self,
+        rel: &str,
+        offset: u64,
+        dst: &mut [u8],
+        pipes: Option<&Arc<PipePool>>,
+    ) -> Option<(usize, Option<Pipe>)> {
         use rustix::io::{Errno, ReadWriteFlags};
         let fd = self.open_cached(rel)?;
+        if let Some(pipes) = pipes
+            && let Some((n, pipe)) = splice_cached(&fd, offset, dst, pipes)
+        {
+            return Some((n, Some(pipe)));
+        }
         let mut got = 0;
         while got < dst.len() {
             match rustix::io::preadv2(
@@ -418,7 +478,7 @@ impl Io {
                 }
             }
         }
-        Some(got)
+        Some((got, None))
     }
 
     /// Opens `rel` for reading if its name is cached (`RESOLVE_CACHED`),
@@ -445,47 +505,6 @@ impl Io {
                 // (`EINVAL` may also be the path's; the root tells.)
                 if unsupported(e) && open("", flags | OFlags::DIRECTORY).is_err_and(unsupported) {
                     self.cached_reads.store(false, Ordering::Relaxed);
-                }
-                None
-            }
-        }
-    }
-
-    /// [`read_cached`](Self::read_cached), leaving the bytes read in a pipe
-    /// as well (see [`crate::pipe`]): only when every page of the range is
-    /// in the page cache (`cachestat`), so that `splice` does not wait for
-    /// the disk. `None` as for `read_cached`, for a range longer than
-    /// [`MAX_PIPED`](crate::pipe::MAX_PIPED), or when no pipe could be had;
-    /// the caller then reads the usual way.
-    pub(crate) fn read_piped(
-        &self,
-        rel: &str,
-        offset: u64,
-        dst: &mut [u8],
-        pipes: &Arc<PipePool>,
-    ) -> Option<(usize, Pipe)> {
-        if !pipes.enabled() || dst.is_empty() || dst.len() > crate::pipe::MAX_PIPED {
-            return None;
-        }
-        let fd = self.open_cached(rel)?;
-        match cached_pages(&fd, offset, dst.len() as u64) {
-            Ok(true) => {}
-            Ok(false) => return None,
-            Err(e) => {
-                if unsupported(e) {
-                    pipes.disable();
-                }
-                return None;
-            }
-        }
-        let mut p1 = pipes.get()?;
-        match crate::pipe::splice_and_copy(fd.as_fd(), offset, dst.len(), &mut p1, dst) {
-            Ok(n) => Some((n, p1)),
-            Err(e) => {
-                if e.raw_os_error()
-                    .is_some_and(|c| unsupported(rustix::io::Errno::from_raw_os_error(c)))
-                {
-                    pipes.disable();
                 }
                 None
             }
@@ -1401,10 +1420,17 @@ mod tests {
         let io = io_on(dir.path(), true);
         let pipes = PipePool::new();
 
+        // The read, and whether a pipe came with it.
+        let piped = |io: &Io, rel: &str, off: usize, dst: &mut [u8]| {
+            io.read_cached_piped(rel, off as u64, dst, Some(&pipes))
+        };
+        let has_pipe = |r: Option<(usize, Option<Pipe>)>| r.map(|(n, p)| (n, p.is_some()));
+
         // A shard record's shape: 32 + 512 KiB at an offset of no alignment.
         let (off, len) = (524_320usize + 77, 524_320usize);
         let mut dst = vec![0u8; len];
-        let (n, mut pipe) = io.read_piped("f", off as u64, &mut dst, &pipes).unwrap();
+        let (n, pipe) = piped(&io, "f", off, &mut dst).unwrap();
+        let mut pipe = pipe.expect("a cached range comes with a pipe");
         assert_eq!(n, len);
         assert_eq!(dst, data[off..off + len]);
         assert_eq!(pipe.len(), len);
@@ -1431,44 +1457,51 @@ mod tests {
         drop(pipe);
         assert_eq!(pipes.out(), 0);
 
-        // Past the end of the file, missing, a directory, outside the root:
-        // not piped (the usual read reports what it is).
+        // Past the end of the file: read short, not piped. Missing, a
+        // directory, outside the root: not read here at all (the usual read
+        // reports what it is).
         let mut small = vec![0u8; 4096];
-        assert!(
-            io.read_piped("f", (data.len() - 100) as u64, &mut small, &pipes)
-                .is_none()
+        let end = data.len() - 100;
+        assert_eq!(
+            has_pipe(piped(&io, "f", end, &mut small)),
+            Some((100, false))
         );
-        assert!(io.read_piped("missing", 0, &mut small, &pipes).is_none());
-        assert!(io.read_piped("sub", 0, &mut small, &pipes).is_none());
-        assert!(io.read_piped("../escape", 0, &mut small, &pipes).is_none());
-        // Longer than a pipe holds: not piped.
-        let mut long = vec![0u8; crate::pipe::MAX_PIPED + 1];
-        assert!(io.read_piped("f", 0, &mut long, &pipes).is_none());
-        assert!(
-            io.read_piped("f", 0, &mut long[..crate::pipe::MAX_PIPED], &pipes)
-                .is_some()
+        assert_eq!(small[..100], data[end..]);
+        assert!(piped(&io, "missing", 0, &mut small).is_none());
+        assert!(piped(&io, "sub", 0, &mut small).is_none());
+        assert!(piped(&io, "../escape", 0, &mut small).is_none());
+        // Longer than a pipe holds: read, not piped.
+        let max = crate::pipe::MAX_PIPED;
+        let mut long = vec![0u8; max + 1];
+        assert_eq!(
+            has_pipe(piped(&io, "f", 0, &mut long)),
+            Some((max + 1, false))
+        );
+        assert_eq!(
+            has_pipe(piped(&io, "f", 0, &mut long[..max])),
+            Some((max, true))
         );
         assert!(pipes.enabled());
         assert_eq!(pipes.out(), 0);
 
         // Pages not cached: splice would wait for the disk, so no pipe.
         evict(&dir.path().join("f"));
-        assert!(io.read_piped("f", off as u64, &mut dst, &pipes).is_none());
+        assert!(piped(&io, "f", off, &mut dst).is_none());
         assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), data);
-        let (n, pipe) = io.read_piped("f", 0, &mut small, &pipes).unwrap();
+        let (n, pipe) = piped(&io, "f", 0, &mut small).unwrap();
+        let pipe = pipe.expect("cached again, piped again");
         assert_eq!((n, pipe.len()), (4096, 4096));
         assert_eq!(small, data[..4096]);
         // Dropped with bytes in it: closed, not pooled, and no longer out.
         drop(pipe);
         assert_eq!(pipes.out(), 0);
 
-        // Cached reads off, or the pool off: never piped.
-        assert!(
-            io_on(dir.path(), false)
-                .read_piped("f", 0, &mut small, &pipes)
-                .is_none()
-        );
+        // Cached reads off: not read here. The pool off: read, never piped.
+        assert!(piped(&io_on(dir.path(), false), "f", 0, &mut small).is_none());
         pipes.disable();
-        assert!(io.read_piped("f", 0, &mut small, &pipes).is_none());
+        assert_eq!(
+            has_pipe(piped(&io, "f", 0, &mut small)),
+            Some((4096, false))
+        );
     }
 }

@@ -1042,36 +1042,17 @@ impl Inner {
         })
     }
 
-    async fn read_file_at_piped(
+    /// [`Drive::read_file_at`], and with `piped`,
+    /// [`Drive::read_file_at_piped`]'s pipe where the page cache gives one.
+    async fn read_range(
         &self,
         volume: &str,
         path: &str,
         offset: u64,
         len: usize,
         mut buf: AlignedBuf,
+        piped: bool,
     ) -> Result<(AlignedBuf, usize, Option<Pipe>)> {
-        if len <= buf.capacity() && !(self.want_direct() && self.cfg.direct_read_at) {
-            let rel = path::join(volume, path)?;
-            if let Some((n, pipe)) =
-                self.io
-                    .read_piped(&rel, offset, &mut buf.capacity_mut()[..len], &self.pipes)
-            {
-                buf.set_len(n);
-                return Ok((buf, n, Some(pipe)));
-            }
-        }
-        let (buf, n) = self.read_file_at(volume, path, offset, len, buf).await?;
-        Ok((buf, n, None))
-    }
-
-    async fn read_file_at(
-        &self,
-        volume: &str,
-        path: &str,
-        offset: u64,
-        len: usize,
-        mut buf: AlignedBuf,
-    ) -> Result<(AlignedBuf, usize)> {
         let rel = path::join(volume, path)?;
         if len > buf.capacity() {
             return Err(DriveError::InvalidArgument(format!(
@@ -1087,12 +1068,15 @@ impl Inner {
         // O_DIRECT needs the aligned span around the range to fit the buffer.
         let direct = self.want_direct() && self.cfg.direct_read_at && span <= buf.capacity();
         if !direct
-            && let Some(n) = self
-                .io
-                .read_cached(&rel, offset, &mut buf.capacity_mut()[..len])
+            && let Some((n, pipe)) = self.io.read_cached_piped(
+                &rel,
+                offset,
+                &mut buf.capacity_mut()[..len],
+                piped.then_some(&self.pipes),
+            )
         {
             buf.set_len(n);
-            return Ok((buf, n));
+            return Ok((buf, n, pipe));
         }
         let fd = match self.open_data(&rel, OpenKind::Read, direct).await {
             Ok(fd) => fd,
@@ -1104,7 +1088,7 @@ impl Inner {
         };
         if len == 0 {
             buf.clear();
-            return Ok((buf, 0));
+            return Ok((buf, 0, None));
         }
         let n = if fd.direct {
             let (back, got) = self
@@ -1122,7 +1106,7 @@ impl Inner {
             got
         };
         buf.set_len(n);
-        Ok((buf, n))
+        Ok((buf, n, None))
     }
 
     async fn open_reader(
@@ -1649,12 +1633,7 @@ impl Drive for LocalDrive {
         len: usize,
         buf: AlignedBuf,
     ) -> BoxFuture<'a, Result<(AlignedBuf, usize, Option<Pipe>)>> {
-        Box::pin(
-            self.tracked(
-                self.inner
-                    .read_file_at_piped(volume, path, offset, len, buf),
-            ),
-        )
+        Box::pin(self.tracked(self.inner.read_range(volume, path, offset, len, buf, true)))
     }
 
     fn read_file_at<'a>(
@@ -1665,7 +1644,13 @@ impl Drive for LocalDrive {
         len: usize,
         buf: AlignedBuf,
     ) -> BoxFuture<'a, Result<(AlignedBuf, usize)>> {
-        Box::pin(self.tracked(self.inner.read_file_at(volume, path, offset, len, buf)))
+        Box::pin(self.tracked(async move {
+            let (buf, n, _) = self
+                .inner
+                .read_range(volume, path, offset, len, buf, false)
+                .await?;
+            Ok((buf, n))
+        }))
     }
 
     fn open_reader<'a>(

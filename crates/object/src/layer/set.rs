@@ -2261,15 +2261,11 @@ async fn read_record(
         .record_offset(b)
         .ok_or_else(|| format!("block {b} is past the shard file's end"))?;
     let rec_len = HASH_LEN + sl;
-    let skip = if piped {
-        0
+    let (skip, span) = if piped {
+        (0, rec_len)
     } else {
-        (rec_off % ALIGN as u64) as usize
-    };
-    let span = if piped {
-        rec_len
-    } else {
-        align_up(skip + rec_len)
+        let skip = (rec_off % ALIGN as u64) as usize;
+        (skip, align_up(skip + rec_len))
     };
     let buf = match pool.and_then(BufferPool::try_get) {
         Some(Ok(buf)) if buf.capacity() >= span => buf,
