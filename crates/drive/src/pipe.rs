@@ -3,13 +3,19 @@
 //!
 //! A read served from the page cache ([`Drive::read_file_at_piped`]) can
 //! leave its bytes in a [`Pipe`] as well as in the caller's buffer:
-//! `splice` puts references to the file's cached pages into one pipe, `tee`
-//! duplicates those references into a second, and the caller's copy is
-//! read out of the second. The first pipe then holds the very pages the
-//! caller's bytes were copied from, pinned by the pipe, so whatever the
-//! caller checked of its copy (a bitrot hash) holds of the pipe's bytes
-//! too, even if the file's pages are dropped or the disk would now return
-//! something else. [`Pipe::splice_to`] then hands them to a socket, which
+//! `splice` puts references to the file's cached pages into a pipe, and
+//! the caller's copy is then read from the page cache. The pipe's
+//! references pin those pages, and the kernel removes a page that others
+//! hold from a file's cache only when the file itself is changed
+//! (truncated, hole-punched, written with `O_DIRECT`, deduplicated, or
+//! changed on a network file system's server). Shard files are never
+//! changed once written, so the read copies the very pages the pipe holds,
+//! and whatever the caller checks of its copy (a bitrot hash) holds of the
+//! pipe's bytes too, even if memory pressure would drop the file's pages
+//! or the disk would now return something else. (A process that writes
+//! into a shard file behind Tessera's back changes the pipe's pages with
+//! the cache's, and a write after the check goes out unchecked: so it is
+//! for any bytes sent from the page cache by reference.) [`Pipe::splice_to`] then hands them to a socket, which
 //! on TCP takes the pages by reference instead of copying them.
 //!
 //! Pipes are non-blocking, sized to hold a whole shard record, and kept for
@@ -273,11 +279,17 @@ impl PipePool {
 }
 
 /// Fills `p1` with `len` bytes of `file` at `offset` (references to its
-/// cached pages), and `dst[..n]` with the same bytes through a second pipe
-/// taken from `p1`'s pool: `n`, fewer than `len` only at the end of the
-/// file. Any failure leaves `p1` holding whatever it got; the caller drops
-/// it.
-pub(crate) fn splice_and_copy(
+/// cached pages), then `dst[..n]` with the same bytes, read from the page
+/// cache with `preadv2(RWF_NOWAIT)`: `n`, fewer than `len` only at the end
+/// of the file. Any failure leaves `p1` holding whatever it got; the caller
+/// drops it.
+///
+/// The splice comes first, so the pages are pinned by `p1` before `dst` is
+/// read from them: reclaim, `fadvise(DONTNEED)`, `drop_caches` and page
+/// migration all skip a page with a reference beyond the cache's own, so
+/// the read finds the very pages the pipe holds (see the module comment
+/// for what else could remove them).
+pub(crate) fn splice_and_read(
     file: BorrowedFd<'_>,
     offset: u64,
     len: usize,
@@ -302,27 +314,21 @@ pub(crate) fn splice_and_copy(
         }
     }
     let n = p1.len;
-    let mut p2 = p1
-        .pool
-        .get()
-        .ok_or_else(|| io::Error::other("no second pipe"))?;
-    loop {
-        match rustix::pipe::tee(p1.r(), p2.w(), n, SpliceFlags::NONBLOCK) {
-            // `tee` duplicates from the start of `p1` each time, so the
-            // whole content must go in one call.
-            Ok(t) if t == n => break,
-            Ok(t) => {
-                p2.len = t;
-                return Err(io::Error::other(format!("tee moved {t} of {n} bytes")));
-            }
+    let mut got = 0;
+    while got < n {
+        match rustix::io::preadv2(
+            file,
+            &mut [io::IoSliceMut::new(&mut dst[got..n])],
+            offset + got as u64,
+            rustix::io::ReadWriteFlags::NOWAIT,
+        ) {
+            // The file shrank since the splice: its pages are no longer
+            // the pipe's.
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(k) => got += k,
             Err(Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
-    }
-    p2.len = n;
-    let got = p2.read_into(&mut dst[..n])?;
-    if got != n {
-        return Err(io::ErrorKind::UnexpectedEof.into());
     }
     Ok(n)
 }

@@ -321,7 +321,7 @@ fn cached_pages(_: &OwnedFd, _: u64, _: u64) -> Result<bool, rustix::io::Errno> 
 }
 
 /// `len(dst)` bytes of `fd` at `offset` into `dst` and into a pipe from
-/// `pipes` ([`crate::pipe::splice_and_copy`]), when every page of the range
+/// `pipes` ([`crate::pipe::splice_and_read`]), when every page of the range
 /// is cached and the range fits a pipe; `None` otherwise (and the pool is
 /// turned off where `cachestat` or `splice` is missing).
 fn splice_cached(
@@ -344,7 +344,7 @@ fn splice_cached(
         }
     }
     let mut p1 = pipes.get()?;
-    match crate::pipe::splice_and_copy(fd.as_fd(), offset, dst.len(), &mut p1, dst) {
+    match crate::pipe::splice_and_read(fd.as_fd(), offset, dst.len(), &mut p1, dst) {
         Ok(n) => Some((n, p1)),
         Err(e) => {
             if e.raw_os_error()
@@ -1434,7 +1434,7 @@ mod tests {
         assert_eq!(n, len);
         assert_eq!(dst, data[off..off + len]);
         assert_eq!(pipe.len(), len);
-        assert_eq!(pipes.out(), 1, "the second pipe went back");
+        assert_eq!(pipes.out(), 1, "one pipe per read");
         // The pipe holds the same bytes; the first ones can be dropped.
         pipe.skip(32).unwrap();
         let (tx, mut rx) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -1492,6 +1492,13 @@ mod tests {
         let pipe = pipe.expect("cached again, piped again");
         assert_eq!((n, pipe.len()), (4096, 4096));
         assert_eq!(small, data[..4096]);
+        // What the read's copy rests on: pages a pipe holds stay in the
+        // file's cache when it is dropped, so a read after the splice
+        // copies the pipe's own pages. Pages no pipe holds go.
+        evict(&dir.path().join("f"));
+        let fd: OwnedFd = std::fs::File::open(dir.path().join("f")).unwrap().into();
+        assert_eq!(cached_pages(&fd, 0, 4096), Ok(true), "held by the pipe");
+        assert_eq!(cached_pages(&fd, off as u64, 4096), Ok(false));
         // Dropped with bytes in it: closed, not pooled, and no longer out.
         drop(pipe);
         assert_eq!(pipes.out(), 0);

@@ -87,7 +87,7 @@ pub struct LocalDriveConfig {
     pub cached_reads: bool,
     /// With `cached_reads`, [`Drive::read_file_at_piped`] leaves the bytes
     /// of a read served from the page cache in a [`Pipe`](crate::pipe::Pipe)
-    /// too (`splice` and `tee`), so that they can be sent without another
+    /// too (`splice`, then a read of the pages it pinned), so that they can be sent without another
     /// copy. On by default; turned off for good where pipes of
     /// [`PIPE_BYTES`](crate::pipe::PIPE_BYTES) cannot be made or the file
     /// system cannot splice.

@@ -2160,8 +2160,8 @@ pub trait ChunkSink: Send {
 
     /// Whether chunks read from the page cache should carry their bytes in
     /// a pipe as well ([`Chunk::into_bytes_and_pipe`]), for a sink that can
-    /// `splice` them to a socket. Not by default: a pipe costs three more
-    /// system calls per record (`cachestat`, `splice`, `tee`).
+    /// `splice` them to a socket. Not by default: a pipe costs two more
+    /// system calls per record (`cachestat`, `splice`).
     fn wants_pipes(&self) -> bool {
         false
     }
