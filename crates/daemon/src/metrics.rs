@@ -48,6 +48,11 @@ struct State {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Md5Path {
+    path: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DriveLabel {
     drive: String,
     pool: u64,
@@ -88,6 +93,8 @@ pub struct Metrics {
     pub tls_handshake_errors: Counter,
     spliced: Counter,
     spliced_seen: Mutex<u64>,
+    md5_blocks: Family<Md5Path, Counter>,
+    md5_seen: Mutex<md5x::HubStats>,
     drives: Family<State, Gauge>,
     drive_online: Family<DriveLabel, Gauge>,
     drive_total_bytes: Family<DriveLabel, Gauge>,
@@ -129,6 +136,8 @@ impl Metrics {
             tls_handshake_errors: Counter::default(),
             spliced: Counter::default(),
             spliced_seen: Mutex::new(0),
+            md5_blocks: Family::default(),
+            md5_seen: Mutex::new(md5x::HubStats::default()),
             drives: Family::default(),
             drive_online: Family::default(),
             drive_total_bytes: Family::default(),
@@ -195,6 +204,11 @@ impl Metrics {
             "http_spliced_bytes",
             "Response bytes sent with splice from pipes holding page-cache pages (GET of shard records read from the page cache, over HTTP/1.1 without TLS) rather than copied from memory",
             m.spliced.clone(),
+        );
+        registry.register(
+            "md5_blocks",
+            "64-byte blocks of upload bodies hashed for ETags, by the code that hashed them: path=lanes in SIMD lanes beside other uploads' blocks, path=combiner and path=caller on the single-stream code (alone in a combiner's lanes, or without the queue), which costs several times more CPU per byte",
+            m.md5_blocks.clone(),
         );
         registry.register(
             "http_connections_open",
@@ -322,6 +336,20 @@ impl Metrics {
             let mut seen = self.spliced_seen.lock().unwrap_or_else(|e| e.into_inner());
             self.spliced.inc_by(total.saturating_sub(*seen));
             *seen = total.max(*seen);
+        }
+        {
+            let now = md5x::Md5Hub::global().stats();
+            let mut seen = self.md5_seen.lock().unwrap_or_else(|e| e.into_inner());
+            for (path, total, before) in [
+                ("lanes", now.blocks_in_lanes, seen.blocks_in_lanes),
+                ("combiner", now.blocks_single, seen.blocks_single),
+                ("caller", now.blocks_alone, seen.blocks_alone),
+            ] {
+                self.md5_blocks
+                    .get_or_create(&Md5Path { path })
+                    .inc_by(total.saturating_sub(before));
+            }
+            *seen = now;
         }
         {
             let mut seen = self.refused_seen.lock().unwrap_or_else(|e| e.into_inner());

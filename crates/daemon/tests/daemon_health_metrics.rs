@@ -135,6 +135,19 @@ async fn health_follows_the_drives_and_metrics_count_requests() {
         "spliced {spliced} bytes of three GETs of {}",
         body.len()
     );
+    // The PUT's body went through the ETag's MD5, whichever code hashed
+    // it (alone here: one upload has no one to share lanes with).
+    let md5_blocks: u64 = ["lanes", "combiner", "caller"]
+        .iter()
+        .map(|p| {
+            metric_value(&m, &format!(r#"tessera_md5_blocks_total{{path="{p}"}}"#)).unwrap_or(0)
+        })
+        .sum();
+    assert!(
+        md5_blocks >= body.len() as u64 / 64,
+        "MD5 blocks {md5_blocks} for a body of {} bytes:\n{m}",
+        body.len()
+    );
 
     // Three of four drives disappear: no write (nor read) quorum.
     for dir in &dirs[1..] {

@@ -119,6 +119,8 @@ pub struct HubStats {
     pub jobs_combined: u64,
     /// Updates hashed on the caller's thread without the queue.
     pub jobs_alone: u64,
+    /// Blocks of those updates (single-stream code).
+    pub blocks_alone: u64,
     /// Block-lanes advanced by the lane code (blocks x lanes used).
     pub blocks_in_lanes: u64,
     /// Blocks advanced by the single-stream code inside combiners.
@@ -135,6 +137,7 @@ pub struct HubStats {
 struct Counters {
     jobs_combined: AtomicU64,
     jobs_alone: AtomicU64,
+    blocks_alone: AtomicU64,
     blocks_in_lanes: AtomicU64,
     blocks_single: AtomicU64,
     lane_calls: AtomicU64,
@@ -381,6 +384,7 @@ impl Md5Hub {
         HubStats {
             jobs_combined: get(&c.jobs_combined),
             jobs_alone: get(&c.jobs_alone),
+            blocks_alone: get(&c.blocks_alone),
             blocks_in_lanes: get(&c.blocks_in_lanes),
             blocks_single: get(&c.blocks_single),
             lane_calls: get(&c.lane_calls),
@@ -418,6 +422,12 @@ enum Submit {
 }
 
 impl Shared {
+    /// Counts an update of `blocks` blocks hashed by its caller alone.
+    fn count_alone(&self, blocks: usize) {
+        bump(&self.counters.jobs_alone, 1);
+        bump(&self.counters.blocks_alone, blocks as u64);
+    }
+
     /// Whether a job of `bytes` whole-block bytes should go to the queue.
     fn wants_lanes(&self, bytes: usize) -> bool {
         self.width > 1
@@ -796,7 +806,7 @@ impl Hasher {
             if self.shared.wants_lanes(whole.len()) {
                 self.state = run_sync(&self.shared, self.state, whole);
             } else {
-                bump(&self.shared.counters.jobs_alone, 1);
+                self.shared.count_alone(whole.len() / BLOCK);
                 portable::compress(&mut self.state, whole);
             }
         }
@@ -895,7 +905,7 @@ impl Hasher {
         let whole = pieces.iter().map(Piece::blocks).sum::<usize>() * BLOCK;
         if whole == 0 || !self.shared.wants_lanes(whole) {
             if whole > 0 {
-                bump(&self.shared.counters.jobs_alone, 1);
+                self.shared.count_alone(whole / BLOCK);
                 let slices = parts(&owner);
                 for p in &pieces {
                     portable::compress(&mut self.state, p.bytes(&slices, &glue));
@@ -1061,7 +1071,7 @@ fn run_sync(shared: &Shared, state: [u32; 4], whole: &[u8]) -> [u32; 4] {
     };
     match shared.submit(&job, Waiter::Thread(std::thread::current())) {
         Submit::Alone => {
-            bump(&shared.counters.jobs_alone, 1);
+            shared.count_alone(whole.len() / BLOCK);
             let mut s = state;
             portable::compress(&mut s, whole);
             guard.armed = false;
@@ -1204,7 +1214,7 @@ impl<O: Send + 'static> Future for BlockUpdate<O> {
                     let shared = hasher.shared.clone();
                     match shared.submit(&job, Waiter::Task(cx.waker().clone())) {
                         Submit::Alone => {
-                            bump(&shared.counters.jobs_alone, 1);
+                            shared.count_alone(job.blocks);
                             let mut inner = lock(&job.inner);
                             // SAFETY: the job was never queued: this caller
                             // is its only user, and it owns the bytes.

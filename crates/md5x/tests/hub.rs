@@ -237,6 +237,11 @@ fn concurrent_hashers_share_lanes() {
         eprintln!("{st:?}");
         assert!(st.lane_calls > 0, "no kernel call used more than one lane");
         assert!(st.blocks_in_lanes > 0);
+        // Every whole block is counted once, by the code that hashed it.
+        assert_eq!(
+            st.blocks_in_lanes + st.blocks_single + st.blocks_alone,
+            (threads * 8 * (1 << 20) / 64) as u64
+        );
         assert_eq!(hub.load(), (0, 0));
     });
 }
