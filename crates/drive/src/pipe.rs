@@ -15,8 +15,9 @@
 //! or the disk would now return something else. (A process that writes
 //! into a shard file behind Tessera's back changes the pipe's pages with
 //! the cache's, and a write after the check goes out unchecked: so it is
-//! for any bytes sent from the page cache by reference.) [`Pipe::splice_to`] then hands them to a socket, which
-//! on TCP takes the pages by reference instead of copying them.
+//! for any bytes sent from the page cache by reference.)
+//! [`Pipe::splice_to`] then hands them to a socket, which on TCP takes the
+//! pages by reference instead of copying them.
 //!
 //! Pipes are non-blocking, sized to hold a whole shard record, and kept for
 //! reuse in a bounded [`PipePool`] once empty; a pipe dropped with bytes

@@ -87,10 +87,10 @@ pub struct LocalDriveConfig {
     pub cached_reads: bool,
     /// With `cached_reads`, [`Drive::read_file_at_piped`] leaves the bytes
     /// of a read served from the page cache in a [`Pipe`](crate::pipe::Pipe)
-    /// too (`splice`, then a read of the pages it pinned), so that they can be sent without another
-    /// copy. On by default; turned off for good where pipes of
-    /// [`PIPE_BYTES`](crate::pipe::PIPE_BYTES) cannot be made or the file
-    /// system cannot splice.
+    /// too (`splice`, then a read of the pages it pinned), so that they can
+    /// be sent without another copy. On by default; turned off for good
+    /// where pipes of [`PIPE_BYTES`](crate::pipe::PIPE_BYTES) cannot be
+    /// made or the file system cannot splice.
     pub piped_reads: bool,
     /// Hard cap of [`Drive::read_all`] and [`Drive::write_all`] sizes, bytes.
     pub max_small_file: u64,
