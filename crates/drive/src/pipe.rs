@@ -279,59 +279,36 @@ impl PipePool {
     }
 }
 
-/// Fills `p1` with `len` bytes of `file` at `offset` (references to its
-/// cached pages), then `dst[..n]` with the same bytes, read from the page
-/// cache with `preadv2(RWF_NOWAIT)`: `n`, fewer than `len` only at the end
-/// of the file. Any failure leaves `p1` holding whatever it got; the caller
-/// drops it.
-///
-/// The splice comes first, so the pages are pinned by `p1` before `dst` is
-/// read from them: reclaim, `fadvise(DONTNEED)`, `drop_caches` and page
-/// migration all skip a page with a reference beyond the cache's own, so
-/// the read finds the very pages the pipe holds (see the module comment
-/// for what else could remove them).
-pub(crate) fn splice_and_read(
-    file: BorrowedFd<'_>,
-    offset: u64,
-    len: usize,
-    p1: &mut Pipe,
-    dst: &mut [u8],
-) -> io::Result<usize> {
-    let len = len.min(dst.len());
-    let mut off = offset;
-    while p1.len < len {
-        match rustix::pipe::splice(
-            file,
-            Some(&mut off),
-            p1.w(),
-            None,
-            len - p1.len,
-            SpliceFlags::NONBLOCK,
-        ) {
-            Ok(0) => break,
-            Ok(n) => p1.len += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
+impl Pipe {
+    /// Appends up to `len` bytes of `file` at `offset` to the pipe as
+    /// references to the file's cached pages: how many, fewer than `len`
+    /// only at the end of the file. On failure the pipe holds whatever it
+    /// got; the caller drops it.
+    pub(crate) fn splice_from(
+        &mut self,
+        file: BorrowedFd<'_>,
+        offset: u64,
+        len: usize,
+    ) -> io::Result<usize> {
+        let start = self.len;
+        let mut off = offset;
+        while self.len - start < len {
+            match rustix::pipe::splice(
+                file,
+                Some(&mut off),
+                self.w(),
+                None,
+                len - (self.len - start),
+                SpliceFlags::NONBLOCK,
+            ) {
+                Ok(0) => break,
+                Ok(n) => self.len += n,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
+        Ok(self.len - start)
     }
-    let n = p1.len;
-    let mut got = 0;
-    while got < n {
-        match rustix::io::preadv2(
-            file,
-            &mut [io::IoSliceMut::new(&mut dst[got..n])],
-            offset + got as u64,
-            rustix::io::ReadWriteFlags::NOWAIT,
-        ) {
-            // The file shrank since the splice: its pages are no longer
-            // the pipe's.
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(k) => got += k,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(n)
 }
 
 #[cfg(test)]

@@ -9,12 +9,13 @@
 use std::ffi::CString;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use rustix::fs::{AtFlags, FallocateFlags, FileType, Mode, OFlags, RenameFlags, StatxFlags};
+use rustix::io::{Errno, ReadWriteFlags};
 use tokio::sync::Semaphore;
 
 use super::uring::{self, Chain, File, IoVecs, Op, StepResult, Uring};
@@ -240,7 +241,6 @@ impl Blocking {
 /// says nothing of the file system). A feature found missing is not tried
 /// again.
 fn unsupported(e: rustix::io::Errno) -> bool {
-    use rustix::io::Errno;
     matches!(e, Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL)
 }
 
@@ -320,10 +320,37 @@ fn cached_pages(_: &OwnedFd, _: u64, _: u64) -> Result<bool, rustix::io::Errno> 
     Err(rustix::io::Errno::NOSYS)
 }
 
+/// Reads `dst.len()` bytes of `fd` at `offset` with `preadv2(RWF_NOWAIT)`,
+/// that is only from the page cache: how many, fewer only at the end of
+/// the file.
+fn pread_cached(fd: BorrowedFd<'_>, dst: &mut [u8], offset: u64) -> Result<usize, Errno> {
+    let mut got = 0;
+    while got < dst.len() {
+        match rustix::io::preadv2(
+            fd,
+            &mut [io::IoSliceMut::new(&mut dst[got..])],
+            offset + got as u64,
+            ReadWriteFlags::NOWAIT,
+        ) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// `len(dst)` bytes of `fd` at `offset` into `dst` and into a pipe from
-/// `pipes` ([`crate::pipe::splice_and_read`]), when every page of the range
-/// is cached and the range fits a pipe; `None` otherwise (and the pool is
-/// turned off where `cachestat` or `splice` is missing).
+/// `pipes`, when every page of the range is cached and the range fits a
+/// pipe; `None` otherwise (and the pool is turned off where `cachestat`,
+/// `splice` or `RWF_NOWAIT` is missing).
+///
+/// The splice comes first, so the pages are pinned by the pipe before
+/// `dst` is read from them: reclaim, `fadvise(DONTNEED)`, `drop_caches`
+/// and page migration all skip a page with a reference beyond the cache's
+/// own, so the read finds the very pages the pipe holds (see
+/// [`crate::pipe`] for what else could remove them).
 fn splice_cached(
     fd: &OwnedFd,
     offset: u64,
@@ -333,25 +360,36 @@ fn splice_cached(
     if !pipes.enabled() || dst.is_empty() || dst.len() > crate::pipe::MAX_PIPED {
         return None;
     }
+    let unsupported_off = |e: Errno| {
+        if unsupported(e) {
+            pipes.disable();
+        }
+    };
     match cached_pages(fd, offset, dst.len() as u64) {
         Ok(true) => {}
         Ok(false) => return None,
         Err(e) => {
-            if unsupported(e) {
-                pipes.disable();
-            }
+            unsupported_off(e);
             return None;
         }
     }
-    let mut p1 = pipes.get()?;
-    match crate::pipe::splice_and_read(fd.as_fd(), offset, dst.len(), &mut p1, dst) {
-        Ok(n) => Some((n, p1)),
+    let mut pipe = pipes.get()?;
+    let n = match pipe.splice_from(fd.as_fd(), offset, dst.len()) {
+        Ok(n) => n,
         Err(e) => {
-            if e.raw_os_error()
-                .is_some_and(|c| unsupported(rustix::io::Errno::from_raw_os_error(c)))
-            {
-                pipes.disable();
+            if let Some(c) = e.raw_os_error() {
+                unsupported_off(Errno::from_raw_os_error(c));
             }
+            return None;
+        }
+    };
+    match pread_cached(fd.as_fd(), &mut dst[..n], offset) {
+        Ok(got) if got == n => Some((n, pipe)),
+        // The file shrank since the splice: its pages are no longer the
+        // pipe's.
+        Ok(_) => None,
+        Err(e) => {
+            unsupported_off(e);
             None
         }
     }
@@ -449,36 +487,24 @@ impl Io {
         dst: &mut [u8],
         pipes: Option<&Arc<PipePool>>,
     ) -> Option<(usize, Option<Pipe>)> {
-        use rustix::io::{Errno, ReadWriteFlags};
         let fd = self.open_cached(rel)?;
         if let Some(pipes) = pipes
             && let Some((n, pipe)) = splice_cached(&fd, offset, dst, pipes)
         {
             return Some((n, Some(pipe)));
         }
-        let mut got = 0;
-        while got < dst.len() {
-            match rustix::io::preadv2(
-                &fd,
-                &mut [io::IoSliceMut::new(&mut dst[got..])],
-                offset + got as u64,
-                ReadWriteFlags::NOWAIT,
-            ) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(Errno::INTR) => {}
-                Err(e) => {
-                    if unsupported(e)
-                        && rustix::fs::fstat(&fd)
-                            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file())
-                    {
-                        self.cached_reads.store(false, Ordering::Relaxed);
-                    }
-                    return None;
+        match pread_cached(fd.as_fd(), dst, offset) {
+            Ok(got) => Some((got, None)),
+            Err(e) => {
+                if unsupported(e)
+                    && rustix::fs::fstat(&fd)
+                        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file())
+                {
+                    self.cached_reads.store(false, Ordering::Relaxed);
                 }
+                None
             }
         }
-        Some((got, None))
     }
 
     /// Opens `rel` for reading if its name is cached (`RESOLVE_CACHED`),
