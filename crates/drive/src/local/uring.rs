@@ -25,6 +25,8 @@
 //! kernel's completion arrives, and only then are they dropped (pooled
 //! buffers return to their pool). File descriptors are `Arc`s held by the op,
 //! so a descriptor cannot be closed and reused while the kernel uses it.
+//! A descriptor an open returns is closed unless its caller takes the
+//! reply, also when the caller goes after the reply was sent.
 //! If `io_uring_enter` ever fails in a way the thread cannot recover from,
 //! every in-flight op is leaked on purpose (never freed while the kernel
 //! might still write into it) and its caller gets `BackendStopped`.
@@ -386,7 +388,25 @@ pub(crate) type StepResult = (i32, Op);
 
 /// Reply of the ring thread: every step's result and op (with its buffers)
 /// back, or `Err` if the ring died with the chain in flight.
-type Reply = Result<Vec<StepResult>, ()>;
+type Reply = Result<Delivered, ()>;
+
+/// A completed chain's steps on their way to the caller. Descriptors its
+/// plain opens returned are closed if the reply is dropped untaken: the
+/// caller gone before the send, or after it but before taking the reply
+/// out of the channel.
+struct Delivered(Vec<StepResult>);
+
+impl Delivered {
+    fn take(mut self) -> Vec<StepResult> {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl Drop for Delivered {
+    fn drop(&mut self) {
+        close_unclaimed(&self.0);
+    }
+}
 
 struct Request {
     chain: Chain,
@@ -564,7 +584,10 @@ impl Uring {
             // which takes 2^64 wake-ups; the thread is awake then anyway.
             let _ = rustix::io::write(&self.shared.wake, &1u64.to_ne_bytes());
         }
-        done.await.map_err(|_| stopped())?.map_err(|()| stopped())
+        done.await
+            .map_err(|_| stopped())?
+            .map(Delivered::take)
+            .map_err(|()| stopped())
     }
 
     /// Like [`submit`](Self::submit), turning a negative result into an error.
@@ -792,12 +815,11 @@ fn run(mut ring: IoUring, files: bool, mut rx: mpsc::Receiver<Request>, shared: 
                     tracing::error!(slot = file, "io_uring file slot could not be cleared");
                 }
             }
-            // The caller may have gone (deadline): the ops are dropped here,
+            // The caller may have gone (deadline): the ops are dropped
             // after the kernel is done with them, and a descriptor an open
-            // gave nobody is closed.
-            if let Err(Ok(steps)) = in_flight.reply.send(Ok(in_flight.steps)) {
-                close_unclaimed(&steps);
-            }
+            // gave nobody is closed (`Delivered`'s drop, here or in the
+            // channel).
+            let _ = in_flight.reply.send(Ok(Delivered(in_flight.steps)));
         }
     };
 
@@ -1057,13 +1079,19 @@ mod tests {
                 std::task::Poll::Ready(done) => drop(owned_fd(done.unwrap().0 as u32).unwrap()),
             }
         }
-        // Every op submitted before this NOP has completed after it.
         for _ in 0..4 {
             ring.submit(Op::Nop).await.unwrap();
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(given_up >= 20, "only {given_up} opens were given up");
-        let left = open_fds(&file);
+        // An open the kernel handed to an io-wq worker can complete after
+        // a later NOP, so its descriptor is closed when its reply comes:
+        // wait for that (a leaked one never goes), up to a bound.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut left = open_fds(&file);
+        while left > 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            left = open_fds(&file);
+        }
         assert_eq!(
             left, 0,
             "{left} descriptors left by {given_up} abandoned opens"
