@@ -210,7 +210,6 @@ impl Drop for Daemon {
     }
 }
 
-/// An aws-sdk-s3 client (path style, rustls with ring).
 /// The whole body of `bucket/key`, through `s3`; panics on any error.
 pub async fn get_bytes(s3: &Client, bucket: &str, key: &str) -> Vec<u8> {
     s3.get_object()
@@ -235,6 +234,7 @@ pub fn metric_value(exposition: &str, name: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// An aws-sdk-s3 client (path style, rustls with ring).
 pub fn s3_client(endpoint: &str, access: &str, secret: &str) -> Client {
     let conf = aws_sdk_s3::Config::builder()
         .behavior_version(BehaviorVersion::latest())
