@@ -138,6 +138,12 @@ pub const API_REQUESTS_DEADLINE: EnvVar = EnvVar {
     aliases: &["MINIO_API_REQUESTS_DEADLINE"],
     help: "longest wait for a slot, then 503 SlowDown (Go-style duration; 0 or unset: 10s, as MinIO reads it)",
 };
+pub const SPLICE_GET: EnvVar = EnvVar {
+    name: "TESSERA_SPLICE_GET",
+    aliases: &[],
+    help: "on: GETs over HTTP/1.1 without TLS send shard records the page cache holds with splice \
+           instead of copying them (faster where memory copies are slow); default off",
+};
 pub const SCANNER_RATE: EnvVar = EnvVar {
     name: "TESSERA_SCANNER_RATE",
     aliases: &[],
@@ -185,6 +191,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     READ_HEADER_TIMEOUT,
     API_REQUESTS_MAX,
     API_REQUESTS_DEADLINE,
+    SPLICE_GET,
     SCANNER_RATE,
     SCANNER_INTERVAL,
     NOTIFY_SOCKET,

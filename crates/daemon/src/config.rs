@@ -239,6 +239,9 @@ pub struct ServerConfig {
     pub requests_max: Option<usize>,
     /// Longest wait for a request slot before `503 SlowDown`.
     pub requests_deadline: Duration,
+    /// Whether GETs send page-cache pages with `splice`
+    /// (`LocalDriveConfig::piped_reads`).
+    pub splice_get: bool,
     pub quiet: bool,
     pub anonymous: bool,
     /// Things to warn about once logging is up.
@@ -827,6 +830,7 @@ impl ServerConfig {
             );
         }
         let insecure_sse_c = on_off(&cli::INSECURE_SSE_C)?;
+        let splice_get = on_off(&cli::SPLICE_GET)?;
 
         let rate = match env.get(&cli::SCANNER_RATE) {
             None => Some(100),
@@ -891,6 +895,7 @@ impl ServerConfig {
             read_header_timeout,
             requests_max,
             requests_deadline,
+            splice_get,
             quiet: args.quiet,
             anonymous: args.anonymous,
             warnings,
@@ -1096,6 +1101,25 @@ mod tests {
             );
         }
         assert!(resolve(&["/d"], &[("TESSERA_API_REQUESTS_DEADLINE", "soon")]).is_err());
+    }
+
+    #[test]
+    fn splice_get_is_off_unless_asked_for() {
+        assert!(!resolve(&["/d"], &[]).unwrap().splice_get);
+        for on in ["on", "ON", "true", "1"] {
+            assert!(
+                resolve(&["/d"], &[("TESSERA_SPLICE_GET", on)])
+                    .unwrap()
+                    .splice_get,
+                "{on}"
+            );
+        }
+        assert!(
+            !resolve(&["/d"], &[("TESSERA_SPLICE_GET", "off")])
+                .unwrap()
+                .splice_get
+        );
+        assert!(resolve(&["/d"], &[("TESSERA_SPLICE_GET", "sometimes")]).is_err());
     }
 
     #[test]

@@ -189,11 +189,13 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         .collect();
 
     notifier.status("opening drives");
+    let mut drive_cfg = drive::LocalDriveConfig::default();
+    drive_cfg.piped_reads = cfg.splice_get;
     let opts = LayerOptions {
         parity: cfg.standard_parity,
         rrs_parity: cfg.rrs_parity,
         set_drive_count: cfg.drives.set_drive_count,
-        drive: None,
+        drive: Some(drive_cfg),
         put_queue_bytes_per_drive: None,
     };
     let layer = Arc::new(

@@ -1654,7 +1654,7 @@ async fn cancelled_operations_are_safe() {
 /// reads on, a range in the page cache comes with a pipe holding the same
 /// bytes; through the deadline wrapper too.
 async fn piped_reads(kind: Kind) {
-    let env = open(kind).await;
+    let env = open_in(kind, &test_base(), |cfg| cfg.piped_reads = true).await;
     let d = &env.drive;
     d.make_volume("b").await.unwrap();
     let data = pattern(31, (1 << 20) + 4321);
@@ -1697,4 +1697,17 @@ async fn piped_reads(kind: Kind) {
         d.read_file_at_piped("b", "missing", 0, 10, buf).await,
         Err(DriveError::FileNotFound)
     ));
+    // Pipes are off by default: the same cached range, read, no pipe.
+    let plain = open(kind).await;
+    plain.drive.make_volume("b").await.unwrap();
+    stream_write(&plain.drive, "b", "f", &data, &[1 << 20]).await;
+    assert_eq!(plain.drive.read_all("b", "f", 4 << 20).await.unwrap(), data);
+    let buf = AlignedBuf::with_capacity(8192).unwrap();
+    let (buf, n, pipe) = plain
+        .drive
+        .read_file_at_piped("b", "f", 77, 4096, buf)
+        .await
+        .unwrap();
+    assert_eq!((n, &buf[..]), (4096, &data[77..77 + 4096]));
+    assert!(pipe.is_none(), "a pipe with piped reads off by default");
 }

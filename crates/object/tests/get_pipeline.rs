@@ -62,10 +62,16 @@ impl Collect {
     }
 }
 
+/// The drives as the library makes them, but with pipes on (off by
+/// default), so that a sink asking for them gets them.
 async fn open(ds: &[PathBuf]) -> ObjectLayer {
-    ObjectLayer::open_dirs(ds, LayerOptions::default())
-        .await
-        .expect("open")
+    let mut cfg = drive::LocalDriveConfig::default();
+    cfg.piped_reads = true;
+    let opts = LayerOptions {
+        drive: Some(cfg),
+        ..LayerOptions::default()
+    };
+    ObjectLayer::open_dirs(ds, opts).await.expect("open")
 }
 
 /// Where a test's shard reads are served from.
@@ -88,6 +94,9 @@ impl Reads {
 async fn open_for(ds: &[PathBuf], reads: Reads) -> ObjectLayer {
     let mut cfg = drive::LocalDriveConfig::default();
     cfg.cached_reads = !matches!(reads, Reads::Backend);
+    // Pipes are off by default; whether a chunk comes with one is then up
+    // to the sink alone.
+    cfg.piped_reads = true;
     let opts = LayerOptions {
         drive: Some(cfg),
         ..LayerOptions::default()

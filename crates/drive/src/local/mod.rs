@@ -88,7 +88,12 @@ pub struct LocalDriveConfig {
     /// With `cached_reads`, [`Drive::read_file_at_piped`] leaves the bytes
     /// of a read served from the page cache in a [`Pipe`](crate::pipe::Pipe)
     /// too (`splice`, then a read of the pages it pinned), so that they can
-    /// be sent without another copy. On by default; turned off for good
+    /// be sent without another copy. Off by default: whether that beats a
+    /// plain copy depends on the machine (a pipe holds one buffer per 4 KiB
+    /// page, each looked up, confirmed and released on its own). Measured
+    /// over loopback with GETs of 16 MiB: 1.1x the MiB per CPU-second on a
+    /// 2-vCPU EPYC with AVX2 only, 0.86x on a Zen 5 EPYC, where copies are
+    /// cheap (`docs/benchmarks.md`). When on, it is turned off for good
     /// where pipes of [`PIPE_BYTES`](crate::pipe::PIPE_BYTES) cannot be
     /// made or the file system cannot splice.
     pub piped_reads: bool,
@@ -132,7 +137,7 @@ impl Default for LocalDriveConfig {
             direct_io: true,
             direct_read_at: false,
             cached_reads: true,
-            piped_reads: true,
+            piped_reads: false,
             max_small_file: 64 << 20,
             max_file_size: 16 << 30,
             staging_bytes: 1 << 20,
