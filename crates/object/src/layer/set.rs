@@ -1192,7 +1192,8 @@ impl ErasureSet {
     }
 
     /// Starts the reads of block `b`'s first `k` shards that have a drive
-    /// not known bad (data shards first), each verified as it arrives.
+    /// not known bad (data shards first); [`finish_block`](Self::finish_block)
+    /// verifies them.
     fn fetch_block(
         &self,
         src: &FetchSource<'_>,
@@ -1227,7 +1228,8 @@ impl ErasureSet {
     }
 
     /// The `k` data shards of block `b`: from its fetch when every shard
-    /// read came back verified (reconstructing from parity if the fetch
+    /// read came back and its records verify, hashed together
+    /// ([`verify_records`]; reconstructing from parity if the fetch
     /// had to include parity), else read again shard by shard, trying
     /// every remaining drive ([`read_block`](Self::read_block)). With
     /// whether every read of the fetch completed without waiting.
@@ -1248,6 +1250,7 @@ impl ErasureSet {
         let k = rs.data_shards();
         if let Some(mut f) = fetched {
             let mut shards: Vec<Option<Chunk>> = (0..n).map(|_| None).collect();
+            let mut from: Vec<Option<usize>> = vec![None; n];
             let mut have = 0;
             let mut all_at_once = true;
             for (s, d, task) in f.reads.drain(..) {
@@ -1265,6 +1268,7 @@ impl ErasureSet {
                 match got {
                     Ok(data) => {
                         shards[s] = Some(data);
+                        from[s] = Some(d);
                         have += 1;
                     }
                     Err(e) => {
@@ -1272,6 +1276,11 @@ impl ErasureSet {
                         bad[d] = true;
                     }
                 }
+            }
+            for (d, e) in verify_records(src.frame, b, &mut shards, &from) {
+                tracing::debug!(drive = %self.drives[d].label(), block = b, "shard read: {e}");
+                bad[d] = true;
+                have -= 1;
             }
             if have == k {
                 if shards[..k].iter().all(Option::is_some) {
@@ -2092,6 +2101,19 @@ impl Chunk {
         }
     }
 
+    /// The chunk's bytes with the `before` bytes that precede them in the
+    /// buffer they were read into (a record's hash before its data);
+    /// `None` if the chunk is not a record buffer or starts too early.
+    fn with_prefix(&self, before: usize) -> Option<&[u8]> {
+        match &self.buf {
+            ChunkBuf::Record(b) => {
+                let start = self.range.start.checked_sub(before)?;
+                b.get(start..self.range.end)
+            }
+            _ => None,
+        }
+    }
+
     /// `range` of this chunk's bytes (clamped to them).
     pub fn narrow(mut self, range: std::ops::Range<usize>) -> Chunk {
         let len = self.len();
@@ -2197,8 +2219,8 @@ struct FetchSource<'a> {
     piped: bool,
 }
 
-/// A shard read in flight: the verified shard data and whether its read
-/// completed without waiting, or why not.
+/// A shard read in flight: the shard data (not yet verified) and whether
+/// its read completed without waiting, or why not.
 type ShardRead = JoinHandle<std::result::Result<(Chunk, bool), String>>;
 
 /// The shard reads of one block in flight: (shard, drive, task).
@@ -2236,13 +2258,15 @@ struct Record<'a> {
     piped: bool,
 }
 
-/// Reads a record of a shard file and verifies it. The read starts on an
-/// [`ALIGN`] boundary so that an `O_DIRECT` read lands in place; the shard
-/// data is returned as a slice of the buffer, after its hash verified, with
+/// Reads a record of a shard file, not yet verified: the records of a
+/// block are verified together by [`verify_records`], which hashes them in
+/// the SIMD lanes side by side. The read starts on an [`ALIGN`] boundary
+/// so that an `O_DIRECT` read lands in place; the shard data is returned
+/// as a slice of the buffer (the record's hash just before it), with
 /// whether the read was complete when first polled (served by the page
 /// cache on this thread). A piped read starts at the record itself, and
 /// when the page cache served it, the chunk carries a pipe holding the
-/// shard data the hash verified.
+/// same shard data.
 async fn read_record(
     drive: &dyn Drive,
     bucket: &str,
@@ -2285,14 +2309,9 @@ async fn read_record(
             got.saturating_sub(skip)
         ));
     }
-    match frame.open(b, &buf[skip..skip + rec_len]) {
-        Ok(data) if data.len() == sl => {}
-        Ok(data) => return Err(format!("record of {} bytes, expected {sl}", data.len())),
-        Err(e) => return Err(e.to_string()),
-    }
     let mut chunk = Chunk::record(buf, skip + HASH_LEN..skip + rec_len);
     // The pipe holds the whole record as read: its hash goes, its data
-    // (the bytes just verified) stays with the chunk.
+    // stays with the chunk.
     if let Some(mut pipe) = pipe
         && pipe.len() == rec_len
         && pipe.skip(HASH_LEN).is_ok()
@@ -2300,6 +2319,49 @@ async fn read_record(
         chunk.pipe = Some(pipe);
     }
     Ok((chunk, at_once))
+}
+
+/// Verifies the records of block `b` read by [`read_record`] (`shards[s]`
+/// read from drive `drives[s]`), hashed together ([`ShardFrame::open_many`]):
+/// a record that fails is dropped from `shards`, and its drive is returned
+/// with the reason.
+///
+/// [`ShardFrame::open_many`]: bitrot::ShardFrame::open_many
+fn verify_records(
+    frame: &bitrot::ShardFrame,
+    b: u64,
+    shards: &mut [Option<Chunk>],
+    drives: &[Option<usize>],
+) -> Vec<(usize, String)> {
+    let mut failed = Vec::new();
+    let held: Vec<usize> = (0..shards.len()).filter(|&s| shards[s].is_some()).collect();
+    let mut outcome: Vec<std::result::Result<(), String>> = Vec::with_capacity(held.len());
+    {
+        let records: Vec<Option<&[u8]>> = held
+            .iter()
+            .map(|&s| shards[s].as_ref().and_then(|c| c.with_prefix(HASH_LEN)))
+            .collect();
+        let views: Vec<&[u8]> = records.iter().map(|r| r.unwrap_or(&[])).collect();
+        let mut out: Vec<std::result::Result<&[u8], bitrot::FrameError>> =
+            views.iter().map(|_| Ok(&[][..])).collect();
+        frame.open_many(b, &views, &mut out);
+        for (record, result) in records.iter().zip(out) {
+            outcome.push(match (record, result) {
+                (None, _) => Err("record without its hash".to_owned()),
+                (Some(_), Ok(_)) => Ok(()),
+                (Some(_), Err(e)) => Err(e.to_string()),
+            });
+        }
+    }
+    for (&s, result) in held.iter().zip(outcome) {
+        if let Err(e) = result {
+            shards[s] = None;
+            if let Some(d) = drives[s] {
+                failed.push((d, e));
+            }
+        }
+    }
+    failed
 }
 
 /// Awaits `fut`, with whether it was ready when first polled.
