@@ -1251,7 +1251,6 @@ impl ErasureSet {
         if let Some(mut f) = fetched {
             let mut shards: Vec<Option<Chunk>> = (0..n).map(|_| None).collect();
             let mut from: Vec<Option<usize>> = vec![None; n];
-            let mut have = 0;
             let mut all_at_once = true;
             for (s, d, task) in f.reads.drain(..) {
                 let got = match task.await {
@@ -1269,7 +1268,6 @@ impl ErasureSet {
                     Ok(data) => {
                         shards[s] = Some(data);
                         from[s] = Some(d);
-                        have += 1;
                     }
                     Err(e) => {
                         tracing::debug!(drive = %self.drives[d].label(), block = b, "shard read: {e}");
@@ -1280,8 +1278,8 @@ impl ErasureSet {
             for (d, e) in verify_records(src.frame, b, &mut shards, &from) {
                 tracing::debug!(drive = %self.drives[d].label(), block = b, "shard read: {e}");
                 bad[d] = true;
-                have -= 1;
             }
+            let have = shards.iter().filter(|x| x.is_some()).count();
             if have == k {
                 if shards[..k].iter().all(Option::is_some) {
                     return Ok((shards.into_iter().take(k).flatten().collect(), all_at_once));
@@ -2333,35 +2331,33 @@ fn verify_records(
     shards: &mut [Option<Chunk>],
     drives: &[Option<usize>],
 ) -> Vec<(usize, String)> {
-    let mut failed = Vec::new();
     let held: Vec<usize> = (0..shards.len()).filter(|&s| shards[s].is_some()).collect();
-    let mut outcome: Vec<std::result::Result<(), String>> = Vec::with_capacity(held.len());
-    {
-        let records: Vec<Option<&[u8]>> = held
-            .iter()
-            .map(|&s| shards[s].as_ref().and_then(|c| c.with_prefix(HASH_LEN)))
-            .collect();
-        let views: Vec<&[u8]> = records.iter().map(|r| r.unwrap_or(&[])).collect();
-        let mut out: Vec<std::result::Result<&[u8], bitrot::FrameError>> =
-            views.iter().map(|_| Ok(&[][..])).collect();
-        frame.open_many(b, &views, &mut out);
-        for (record, result) in records.iter().zip(out) {
-            outcome.push(match (record, result) {
-                (None, _) => Err("record without its hash".to_owned()),
-                (Some(_), Ok(_)) => Ok(()),
-                (Some(_), Err(e)) => Err(e.to_string()),
-            });
-        }
-    }
-    for (&s, result) in held.iter().zip(outcome) {
-        if let Err(e) = result {
-            shards[s] = None;
-            if let Some(d) = drives[s] {
-                failed.push((d, e));
-            }
-        }
-    }
+    // Every chunk `read_record` makes has its hash before it; one without
+    // (never made) would be an empty record, reported as truncated.
+    let records: Vec<&[u8]> = held
+        .iter()
+        .map(|&s| {
+            shards[s]
+                .as_ref()
+                .and_then(|c| c.with_prefix(HASH_LEN))
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut out: Vec<std::result::Result<&[u8], bitrot::FrameError>> =
+        records.iter().map(|_| Ok(&[][..])).collect();
+    frame.open_many(b, &records, &mut out);
+    let failed: Vec<(usize, String)> = held
+        .iter()
+        .zip(out)
+        .filter_map(|(&s, result)| Some((s, result.err()?.to_string())))
+        .collect();
     failed
+        .into_iter()
+        .filter_map(|(s, e)| {
+            shards[s] = None;
+            Some((drives[s]?, e))
+        })
+        .collect()
 }
 
 /// Awaits `fut`, with whether it was ready when first polled.
@@ -2820,6 +2816,57 @@ mod tests {
         })
         .await;
         assert_eq!(waited, (8, false));
+    }
+
+    /// The records of a block are verified together: a record whose data
+    /// or hash changed is dropped and its drive named, the others stay as
+    /// they were read; a chunk not read into a record buffer (so without
+    /// its hash) fails too.
+    #[test]
+    fn a_block_s_records_are_verified_together() {
+        let sl = 4096 + 17;
+        let frame = bitrot::ShardFrame::minio(bitrot::ShardLayout::new(sl, 3 * sl as u64).unwrap());
+        let record = |seed: u8, b: u64| {
+            let mut buf = AlignedBuf::with_capacity(ALIGN + HASH_LEN + sl).unwrap();
+            let skip = 100;
+            let rec = &mut buf.capacity_mut()[skip..skip + HASH_LEN + sl];
+            for (i, x) in rec[HASH_LEN..].iter_mut().enumerate() {
+                *x = (i as u8).wrapping_mul(seed) ^ seed;
+            }
+            frame.seal_record(b, rec).unwrap();
+            buf.set_len(skip + HASH_LEN + sl);
+            Chunk::record(buf, skip + HASH_LEN..skip + HASH_LEN + sl)
+        };
+        let flip = |c: Chunk, at: usize| {
+            let ChunkBuf::Record(mut buf) = c.buf else {
+                unreachable!()
+            };
+            buf.capacity_mut()[at] ^= 1;
+            Chunk::record(buf, c.range)
+        };
+        let drives = [Some(3), Some(0), Some(2), Some(1)];
+        // All intact, at block 1.
+        let mut shards = vec![Some(record(7, 1)), Some(record(9, 1)), None, None];
+        assert!(verify_records(&frame, 1, &mut shards, &drives).is_empty());
+        assert!(shards[0].is_some() && shards[1].is_some());
+        // A flipped data byte in one shard, a flipped hash byte in another,
+        // and a chunk without its hash: those three go, the intact stays.
+        let data_flip = flip(record(5, 2), 100 + HASH_LEN + sl / 2);
+        let hash_flip = flip(record(6, 2), 100 + 3);
+        let before = record(8, 2).as_slice().to_vec();
+        let mut shards = vec![
+            Some(data_flip),
+            Some(record(8, 2)),
+            Some(hash_flip),
+            Some(Chunk::from(before.clone())),
+        ];
+        let failed = verify_records(&frame, 2, &mut shards, &drives);
+        assert_eq!(
+            failed.iter().map(|f| f.0).collect::<Vec<_>>(),
+            vec![3, 2, 1]
+        );
+        assert!(shards[0].is_none() && shards[2].is_none() && shards[3].is_none());
+        assert_eq!(shards[1].as_ref().unwrap().as_slice(), &before[..]);
     }
 
     /// MinIO's inline decision, literally.
