@@ -278,6 +278,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
             read_header_timeout: cfg.read_header_timeout,
             tls: tls.clone(),
             max_connections,
+            splice: cfg.splice_get,
         },
     );
 

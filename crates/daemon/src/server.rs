@@ -112,6 +112,10 @@ pub struct ServeOptions {
     /// bound). Beyond it the server accepts nothing until one closes: new
     /// connections wait in the kernel's listen queue.
     pub max_connections: usize,
+    /// Whether HTTP/1.1 connections in the clear send response bytes that
+    /// wait in pipes from them (`TESSERA_SPLICE_GET`; the drives make
+    /// pipes only then too).
+    pub splice: bool,
 }
 
 /// Binds `addr`: every address a host name resolves to (on one port), or
@@ -269,8 +273,8 @@ async fn serve_conn(
             tracing::debug!(%peer, "no request before the header timeout");
             return;
         };
-        if h2 {
-            serve_io(stream, true, None, app, &opts, watcher).await;
+        if h2 || !opts.splice {
+            serve_io(stream, h2, None, app, &opts, watcher).await;
         } else {
             // HTTP/1.1 in the clear: response bytes that wait in pipes are
             // sent from them (s3_gateway::splice).

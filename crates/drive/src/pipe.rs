@@ -290,24 +290,27 @@ impl Pipe {
         offset: u64,
         len: usize,
     ) -> io::Result<usize> {
-        let start = self.len;
         let mut off = offset;
-        while self.len - start < len {
+        let mut got = 0;
+        while got < len {
             match rustix::pipe::splice(
                 file,
                 Some(&mut off),
                 self.w(),
                 None,
-                len - (self.len - start),
+                len - got,
                 SpliceFlags::NONBLOCK,
             ) {
                 Ok(0) => break,
-                Ok(n) => self.len += n,
+                Ok(n) => {
+                    got += n;
+                    self.len += n;
+                }
                 Err(Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(self.len - start)
+        Ok(got)
     }
 }
 
