@@ -144,6 +144,13 @@ pub const SPLICE_GET: EnvVar = EnvVar {
     help: "on: GETs over HTTP/1.1 without TLS send shard records the page cache holds with splice \
            instead of copying them (faster where memory copies are slow); default off",
 };
+pub const GROUP_COMMIT: EnvVar = EnvVar {
+    name: "TESSERA_GROUP_COMMIT",
+    aliases: &[],
+    help: "on (default): concurrent xl.meta writes on one file system are made durable together by \
+           syncfs; off: an fdatasync and a directory fsync per write (for drives on a file system \
+           shared with busy writers, whose dirty data a syncfs would wait for)",
+};
 pub const SCANNER_RATE: EnvVar = EnvVar {
     name: "TESSERA_SCANNER_RATE",
     aliases: &[],
@@ -192,6 +199,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     API_REQUESTS_MAX,
     API_REQUESTS_DEADLINE,
     SPLICE_GET,
+    GROUP_COMMIT,
     SCANNER_RATE,
     SCANNER_INTERVAL,
     NOTIFY_SOCKET,

@@ -242,6 +242,9 @@ pub struct ServerConfig {
     /// Whether GETs send page-cache pages with `splice`
     /// (`LocalDriveConfig::piped_reads`).
     pub splice_get: bool,
+    /// Whether drives make `xl.meta` writes durable in groups
+    /// (`LocalDriveConfig::group_commit`).
+    pub group_commit: bool,
     pub quiet: bool,
     pub anonymous: bool,
     /// Things to warn about once logging is up.
@@ -813,9 +816,9 @@ impl ServerConfig {
                 })?,
             ) as std::sync::Arc<dyn sse::kms::Kms>),
         };
-        let on_off = |var: &cli::EnvVar| -> Result<bool, ConfigError> {
+        let on_off_or = |var: &cli::EnvVar, default: bool| -> Result<bool, ConfigError> {
             match env.get(var) {
-                None => Ok(false),
+                None => Ok(default),
                 Some((v, name)) => match v.trim().to_ascii_lowercase().as_str() {
                     "on" | "true" | "1" | "yes" => Ok(true),
                     "off" | "false" | "0" | "no" | "" => Ok(false),
@@ -823,6 +826,7 @@ impl ServerConfig {
                 },
             }
         };
+        let on_off = |var: &cli::EnvVar| on_off_or(var, false);
         let auto_encryption = on_off(&cli::KMS_AUTO_ENCRYPTION)?;
         if auto_encryption && kms.is_none() {
             return err(
@@ -831,6 +835,7 @@ impl ServerConfig {
         }
         let insecure_sse_c = on_off(&cli::INSECURE_SSE_C)?;
         let splice_get = on_off(&cli::SPLICE_GET)?;
+        let group_commit = on_off_or(&cli::GROUP_COMMIT, true)?;
 
         let rate = match env.get(&cli::SCANNER_RATE) {
             None => Some(100),
@@ -896,6 +901,7 @@ impl ServerConfig {
             requests_max,
             requests_deadline,
             splice_get,
+            group_commit,
             quiet: args.quiet,
             anonymous: args.anonymous,
             warnings,
@@ -1101,6 +1107,25 @@ mod tests {
             );
         }
         assert!(resolve(&["/d"], &[("TESSERA_API_REQUESTS_DEADLINE", "soon")]).is_err());
+    }
+
+    #[test]
+    fn group_commit_is_on_unless_turned_off() {
+        assert!(resolve(&["/d"], &[]).unwrap().group_commit);
+        for off in ["off", "OFF", "false", "0"] {
+            assert!(
+                !resolve(&["/d"], &[("TESSERA_GROUP_COMMIT", off)])
+                    .unwrap()
+                    .group_commit,
+                "{off}"
+            );
+        }
+        assert!(
+            resolve(&["/d"], &[("TESSERA_GROUP_COMMIT", "on")])
+                .unwrap()
+                .group_commit
+        );
+        assert!(resolve(&["/d"], &[("TESSERA_GROUP_COMMIT", "later")]).is_err());
     }
 
     #[test]

@@ -191,6 +191,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     notifier.status("opening drives");
     let mut drive_cfg = drive::LocalDriveConfig::default();
     drive_cfg.piped_reads = cfg.splice_get;
+    drive_cfg.group_commit = cfg.group_commit;
     let opts = LayerOptions {
         parity: cfg.standard_parity,
         rrs_parity: cfg.rrs_parity,

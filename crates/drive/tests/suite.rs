@@ -347,8 +347,15 @@ async fn write_all_spreads_its_staging(kind: Kind) {
     }
 }
 
+/// `write_all` with group commit (the default) and with a sync per file.
 async fn write_all_replaces_atomically(kind: Kind) {
-    let env = open(kind).await;
+    for group in [true, false] {
+        write_all_replaces_atomically_with(kind, group).await;
+    }
+}
+
+async fn write_all_replaces_atomically_with(kind: Kind, group: bool) {
+    let env = open_in(kind, &test_base(), |cfg| cfg.group_commit = group).await;
     let d = Arc::new(env.drive.clone());
     d.make_volume("b").await.unwrap();
     let old = pattern(1, 100_000);
@@ -423,7 +430,17 @@ async fn read_all_limit(kind: Kind) {
 /// chained read (32 KiB) and the limits, and writes recreate a missing
 /// temporary area.
 async fn small_files_of_every_size(kind: Kind) {
-    let env = open_in(kind, &test_base(), |cfg| cfg.max_small_file = 1 << 20).await;
+    for group in [true, false] {
+        small_files_of_every_size_with(kind, group).await;
+    }
+}
+
+async fn small_files_of_every_size_with(kind: Kind, group: bool) {
+    let env = open_in(kind, &test_base(), |cfg| {
+        cfg.max_small_file = 1 << 20;
+        cfg.group_commit = group;
+    })
+    .await;
     let d = &env.drive;
     d.make_volume("b").await.unwrap();
     let guess = 32 << 10;
@@ -467,7 +484,13 @@ async fn small_files_of_every_size(kind: Kind) {
 }
 
 async fn small_file_errors(kind: Kind) {
-    let env = open(kind).await;
+    for group in [true, false] {
+        small_file_errors_with(kind, group).await;
+    }
+}
+
+async fn small_file_errors_with(kind: Kind, group: bool) {
+    let env = open_in(kind, &test_base(), |cfg| cfg.group_commit = group).await;
     let d = &env.drive;
     d.make_volume("b").await.unwrap();
     assert!(matches!(

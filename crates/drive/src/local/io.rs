@@ -1153,6 +1153,93 @@ impl Io {
         }
     }
 
+    /// Creates file `tmp` (exclusively) holding `data`, without a sync:
+    /// open, write and close in one chain, for a caller that makes it
+    /// durable with others ([`LocalDriveConfig::group_commit`]).
+    /// `Written::Done` once the file is written and closed; never
+    /// `NotRenamed` or `NotSynced`.
+    ///
+    /// [`LocalDriveConfig::group_commit`]: super::LocalDriveConfig::group_commit
+    pub(crate) async fn stage_small(&self, tmp: &str, data: Vec<u8>) -> Written {
+        let Some(ring) = self.chaining() else {
+            return Written::NotCreated(data, None);
+        };
+        let Ok(len) = u32::try_from(data.len()) else {
+            return Written::NotCreated(data, None);
+        };
+        let open = match self.open_slot_op(tmp, OpenKind::CreateExclusive) {
+            Ok(op) => op,
+            Err(e) => return Written::NotCreated(data, Some(e)),
+        };
+        let chain = Chain::new()
+            .then(open)
+            .then(Op::Write {
+                file: File::Slot,
+                buf: IoBuf::Heap(data),
+                offset: 0,
+                start: 0,
+                len,
+            })
+            .then(Op::CloseSlot);
+        let _change = self.blocking.ns.change();
+        let steps = match ring.submit_chain(chain).await {
+            Ok(steps) => steps,
+            Err(e) => return Written::Failed("io_uring", Some(e), None),
+        };
+        let results: Vec<i32> = steps.iter().map(|(r, _)| *r).collect();
+        let data = steps.into_iter().find_map(|(_, op)| match op {
+            Op::Write { buf, .. } => Some(buf.into_vec()),
+            _ => None,
+        });
+        let err = |r: i32| io::Error::from_raw_os_error(-r);
+        let [open, write, close] = results[..] else {
+            let e = io::Error::other("ring returned another chain");
+            return Written::Failed("io_uring", Some(e), data);
+        };
+        if open < 0 {
+            match data {
+                Some(data) => Written::NotCreated(data, Some(err(open))),
+                None => Written::Failed("openat", Some(err(open)), None),
+            }
+        } else if write < 0 {
+            Written::Failed("write", Some(err(write)), data)
+        } else if write.unsigned_abs() != len {
+            Written::Failed("write", None, data)
+        } else if close < 0 {
+            Written::Failed("close", Some(err(close)), data)
+        } else {
+            Written::Done
+        }
+    }
+
+    /// Renames `from` onto `to` after making `to`'s parent `dir` (whose
+    /// `EEXIST` does not stop the rename), in one chain and without a
+    /// sync. `None` where the ring does not chain.
+    pub(crate) async fn mkdir_rename(
+        &self,
+        from: &str,
+        to: &str,
+        dir: &str,
+    ) -> Option<io::Result<()>> {
+        let ring = self.chaining()?;
+        let chain = || -> io::Result<Chain> {
+            Ok(Chain::new()
+                .always(self.mkdir_op(dir)?)
+                .then(self.rename_op(from, to, RenameFlags::empty())?))
+        };
+        let chain = match chain() {
+            Ok(chain) => chain,
+            Err(e) => return Some(Err(e)),
+        };
+        let _change = self.blocking.ns.change();
+        let mut steps = match ring.submit_chain(chain).await {
+            Ok(steps) => steps.into_iter(),
+            Err(e) => return Some(Err(e)),
+        };
+        let _mkdir = steps.next();
+        Some(step_result(steps.next()).map(drop))
+    }
+
     /// A rename and the syncs that make it durable, in one chain: `statx`
     /// of `from`, with `make_parent` a `mkdir` of `to`'s parent `dir`, the
     /// rename, open, fsync and close of `dir`, then the same of `to` (which
