@@ -93,6 +93,8 @@ pub struct Metrics {
     pub tls_handshake_errors: Counter,
     spliced: Counter,
     spliced_seen: Mutex<u64>,
+    group_syncs: Counter,
+    group_syncs_seen: Mutex<u64>,
     md5_blocks: Family<Md5Path, Counter>,
     md5_seen: Mutex<md5x::HubStats>,
     drives: Family<State, Gauge>,
@@ -110,6 +112,14 @@ pub struct Metrics {
     scanner_healed: Counter,
     scanner_errors: Counter,
     scanner_seen: Mutex<ScanProgress>,
+}
+
+/// Brings `counter` up to `total`, a running total kept elsewhere, of
+/// which `seen` is the part already counted.
+fn catch_up(counter: &Counter, seen: &Mutex<u64>, total: u64) {
+    let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    counter.inc_by(total.saturating_sub(*seen));
+    *seen = total.max(*seen);
 }
 
 impl Metrics {
@@ -136,6 +146,8 @@ impl Metrics {
             tls_handshake_errors: Counter::default(),
             spliced: Counter::default(),
             spliced_seen: Mutex::new(0),
+            group_syncs: Counter::default(),
+            group_syncs_seen: Mutex::new(0),
             md5_blocks: Family::default(),
             md5_seen: Mutex::new(md5x::HubStats::default()),
             drives: Family::default(),
@@ -204,6 +216,11 @@ impl Metrics {
             "http_spliced_bytes",
             "Response bytes sent with splice from pipes holding page-cache pages (GET of shard records read from the page cache, over HTTP/1.1 without TLS) rather than copied from memory",
             m.spliced.clone(),
+        );
+        registry.register(
+            "drive_group_syncs",
+            "syncfs calls that made the xl.meta writes in flight on a drive's file system durable together (TESSERA_GROUP_COMMIT), all file systems; each covers every write waiting when it started",
+            m.group_syncs.clone(),
         );
         registry.register(
             "md5_blocks",
@@ -331,12 +348,16 @@ impl Metrics {
             .set(i64::try_from(admission.active).unwrap_or(i64::MAX));
         self.requests_waiting
             .set(i64::try_from(admission.waiting).unwrap_or(i64::MAX));
-        {
-            let total = s3_gateway::splice::spliced_bytes_total();
-            let mut seen = self.spliced_seen.lock().unwrap_or_else(|e| e.into_inner());
-            self.spliced.inc_by(total.saturating_sub(*seen));
-            *seen = total.max(*seen);
-        }
+        catch_up(
+            &self.spliced,
+            &self.spliced_seen,
+            s3_gateway::splice::spliced_bytes_total(),
+        );
+        catch_up(
+            &self.group_syncs,
+            &self.group_syncs_seen,
+            drive::group_commit_syncs_total(),
+        );
         {
             let now = md5x::Md5Hub::global().stats();
             let mut seen = self.md5_seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -351,12 +372,11 @@ impl Metrics {
             }
             *seen = now;
         }
-        {
-            let mut seen = self.refused_seen.lock().unwrap_or_else(|e| e.into_inner());
-            self.requests_refused
-                .inc_by(admission.refused.saturating_sub(*seen));
-            *seen = admission.refused.max(*seen);
-        }
+        catch_up(
+            &self.requests_refused,
+            &self.refused_seen,
+            admission.refused,
+        );
         let s = health.snapshot().await;
         let online = s.online() as i64;
         self.drives

@@ -150,6 +150,11 @@ async fn health_follows_the_drives_and_metrics_count_requests() {
         "MD5 blocks {md5_blocks} for a body of {} bytes:\n{m}",
         body.len()
     );
+    // Group commit is on by default: the PUTs' xl.meta writes were made
+    // durable by syncfs calls.
+    let group_syncs = metric_value(&m, "tessera_drive_group_syncs_total")
+        .unwrap_or_else(|| panic!("no group syncs in\n{m}"));
+    assert!(group_syncs >= 2, "{group_syncs} group syncs");
 
     // Three of four drives disappear: no write (nor read) quorum.
     for dir in &dirs[1..] {
@@ -174,11 +179,19 @@ fn metrics_can_be_public() {
     let mut cmd = tessera(home.path());
     cmd.args(["server", "--address", "127.0.0.1:0", "--quiet"])
         .arg(home.path().join("d"))
-        .env("MINIO_PROMETHEUS_AUTH_TYPE", "public");
+        .env("MINIO_PROMETHEUS_AUTH_TYPE", "public")
+        .env("TESSERA_GROUP_COMMIT", "off");
     let d = Daemon::start(cmd);
     let r = d.get("/minio/v2/metrics/cluster", &[]);
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("tessera_build_info"));
+    // With group commit off, the writes of the start (format.json, the
+    // config) synced on their own.
+    assert!(
+        r.text().contains("\ntessera_drive_group_syncs_total 0\n"),
+        "{}",
+        r.text()
+    );
     // --quiet: the API line and nothing of the banner.
     let out = d.stdout.lock().unwrap().join("\n");
     assert!(!out.contains("RootUser"), "{out}");

@@ -156,5 +156,6 @@ pub use format::{
     DrivePosition, FormatErasureV3, FormatError, build_formats, check_format, load_format,
     save_format, verify_format,
 };
+pub use local::fssync::group_commit_syncs_total;
 pub use local::{Backend, LocalDrive, LocalDriveConfig};
 pub use walk::{WalkEntry, WalkOptions, WalkPage};

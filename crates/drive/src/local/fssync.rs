@@ -32,13 +32,33 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 type SyncFn = dyn Fn() -> io::Result<()> + Send + Sync;
 
+/// Group-commit syncs run by this process, on every file system.
+static SYNCS_TOTAL: AtomicU64 = AtomicU64::new(0);
+
+/// The group-commit syncs (`syncfs(2)`, see
+/// [`LocalDriveConfig::group_commit`]) this process has run so far, on
+/// every file system.
+///
+/// [`LocalDriveConfig::group_commit`]: super::LocalDriveConfig::group_commit
+pub fn group_commit_syncs_total() -> u64 {
+    SYNCS_TOTAL.load(Ordering::Relaxed)
+}
+
 /// Group commit of one file system's changes.
 pub(crate) struct FsSync {
     sync: Arc<SyncFn>,
     /// Tickets handed out.
     requested: AtomicU64,
-    /// The highest ticket a finished sync covered; held while syncing.
-    covered: tokio::sync::Mutex<u64>,
+    /// The highest ticket a finished sync covered; held while syncing, by
+    /// the sync itself (not by the caller that started it, who may be
+    /// cancelled): one sync at a time, and none starts before the last
+    /// one's outcome is recorded.
+    covered: Arc<tokio::sync::Mutex<u64>>,
+    outcomes: Arc<Outcomes>,
+}
+
+/// What the syncs of an [`FsSync`] came to.
+struct Outcomes {
     /// Syncs that failed, ever.
     failures: AtomicU64,
     /// The errno of the last failed sync.
@@ -82,17 +102,19 @@ impl FsSync {
         FsSync {
             sync: Arc::new(sync),
             requested: AtomicU64::new(0),
-            covered: tokio::sync::Mutex::new(0),
-            failures: AtomicU64::new(0),
-            last_errno: AtomicI32::new(libc::EIO),
-            syncs: AtomicU64::new(0),
+            covered: Arc::new(tokio::sync::Mutex::new(0)),
+            outcomes: Arc::new(Outcomes {
+                failures: AtomicU64::new(0),
+                last_errno: AtomicI32::new(libc::EIO),
+                syncs: AtomicU64::new(0),
+            }),
         }
     }
 
     /// Called before a writer changes anything it will [`commit`](Self::commit).
     pub(crate) fn begin(&self) -> Begun {
         Begun {
-            failures: self.failures.load(Ordering::SeqCst),
+            failures: self.outcomes.failures.load(Ordering::SeqCst),
         }
     }
 
@@ -100,32 +122,41 @@ impl FsSync {
     /// them finished, and no sync failed since `begun`.
     pub(crate) async fn commit(&self, begun: Begun) -> io::Result<()> {
         let ticket = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
-        {
-            let mut covered = self.covered.lock().await;
-            if *covered < ticket {
-                // Every ticket taken so far belongs to a change made before
-                // this sync starts.
-                let upto = self.requested.load(Ordering::SeqCst);
-                let sync = Arc::clone(&self.sync);
-                let result = tokio::task::spawn_blocking(move || sync())
-                    .await
-                    .unwrap_or_else(|e| Err(io::Error::other(e.to_string())));
-                self.syncs.fetch_add(1, Ordering::Relaxed);
-                if let Err(e) = result {
+        let covered = Arc::clone(&self.covered).lock_owned().await;
+        if *covered < ticket {
+            // Every ticket taken so far belongs to a change made before
+            // this sync starts.
+            let upto = self.requested.load(Ordering::SeqCst);
+            let (sync, outcomes) = (Arc::clone(&self.sync), Arc::clone(&self.outcomes));
+            // The sync holds the lock and records its outcome itself: a
+            // caller cancelled while it runs loses neither (the error it
+            // reports is told only once).
+            let done = tokio::task::spawn_blocking(move || {
+                let mut covered = covered;
+                let result = sync();
+                outcomes.syncs.fetch_add(1, Ordering::Relaxed);
+                SYNCS_TOTAL.fetch_add(1, Ordering::Relaxed);
+                if let Err(e) = &result {
                     let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                    self.last_errno.store(errno, Ordering::SeqCst);
-                    self.failures.fetch_add(1, Ordering::SeqCst);
+                    outcomes.last_errno.store(errno, Ordering::SeqCst);
+                    outcomes.failures.fetch_add(1, Ordering::SeqCst);
                     tracing::warn!(error = %e, "syncfs failed: the writes in flight on this file system fail");
                 }
                 // A failure is told through the count, to everyone who
                 // began before it: those it covered need no sync of their
                 // own (one would find nothing left to report).
                 *covered = upto;
+            });
+            if let Err(e) = done.await {
+                // The sync panicked (the lock went with it, its outcome
+                // unrecorded): nobody may take it for a success.
+                self.outcomes.failures.fetch_add(1, Ordering::SeqCst);
+                return Err(io::Error::other(format!("syncfs: {e}")));
             }
         }
-        if self.failures.load(Ordering::SeqCst) != begun.failures {
+        if self.outcomes.failures.load(Ordering::SeqCst) != begun.failures {
             return Err(io::Error::from_raw_os_error(
-                self.last_errno.load(Ordering::SeqCst),
+                self.outcomes.last_errno.load(Ordering::SeqCst),
             ));
         }
         Ok(())
@@ -133,7 +164,7 @@ impl FsSync {
 
     /// Syncs run so far.
     pub(crate) fn syncs(&self) -> u64 {
-        self.syncs.load(Ordering::Relaxed)
+        self.outcomes.syncs.load(Ordering::Relaxed)
     }
 }
 
@@ -221,6 +252,31 @@ mod tests {
         // A writer that began after the failure is not blamed for it.
         let late = group.begin();
         group.commit(late).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failure_is_not_lost_when_its_caller_is_cancelled() {
+        let calls = Arc::new(AtomicU64::new(0));
+        let c = Arc::clone(&calls);
+        // The first sync fails, slowly; later ones succeed.
+        let group = Arc::new(FsSync::with(move || {
+            let first = c.fetch_add(1, Ordering::SeqCst) == 0;
+            std::thread::sleep(Duration::from_millis(50));
+            match first {
+                true => Err(io::Error::from_raw_os_error(libc::EIO)),
+                false => Ok(()),
+            }
+        }));
+        let (one, other) = (group.begin(), group.begin());
+        // The caller that starts the failing sync gives up while it runs.
+        let gave_up = tokio::time::timeout(Duration::from_millis(5), group.commit(one)).await;
+        assert!(gave_up.is_err(), "the first commit should still be running");
+        // Another writer that began before the failure: its commit waits
+        // for the failing sync to end, runs its own, which succeeds (the
+        // error was told once, to the first), and fails all the same.
+        let err = group.commit(other).await.unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]

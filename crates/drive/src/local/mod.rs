@@ -7,7 +7,7 @@
 //! policy.
 
 mod dirsync;
-mod fssync;
+pub(crate) mod fssync;
 mod io;
 mod uring;
 mod walk;
