@@ -7,17 +7,8 @@ use std::sync::Arc;
 use drive::format::{SPREAD_VOLUME, TMP_VOLUME};
 use drive::{Backend, Drive, LocalDrive, LocalDriveConfig};
 
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        })
-        .collect()
-}
+mod common;
+use common::pattern;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writes_on_one_file_system_share_their_syncs() {

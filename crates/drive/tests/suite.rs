@@ -17,6 +17,9 @@ use drive::{
 };
 use uuid::Uuid;
 
+mod common;
+use common::pattern;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     /// io_uring, default configuration (reads served from the caches on
@@ -81,19 +84,6 @@ async fn open(kind: Kind) -> Env {
 /// For tests that look into the trash and empty it themselves.
 fn no_background_trash(cfg: &mut LocalDriveConfig) {
     cfg.background_trash = false;
-}
-
-/// Deterministic bytes (xorshift), different per seed.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        })
-        .collect()
 }
 
 fn invalid<T>(result: &Result<T, DriveError>) -> bool {

@@ -1191,24 +1191,16 @@ impl Io {
             Op::Write { buf, .. } => Some(buf.into_vec()),
             _ => None,
         });
-        let err = |r: i32| io::Error::from_raw_os_error(-r);
         let [open, write, close] = results[..] else {
             let e = io::Error::other("ring returned another chain");
             return Written::Failed("io_uring", Some(e), data);
         };
-        if open < 0 {
-            match data {
-                Some(data) => Written::NotCreated(data, Some(err(open))),
-                None => Written::Failed("openat", Some(err(open)), None),
+        match created(open, write, len, data) {
+            Err(stopped) => stopped,
+            Ok(data) if close < 0 => {
+                Written::Failed("close", Some(io::Error::from_raw_os_error(-close)), data)
             }
-        } else if write < 0 {
-            Written::Failed("write", Some(err(write)), data)
-        } else if write.unsigned_abs() != len {
-            Written::Failed("write", None, data)
-        } else if close < 0 {
-            Written::Failed("close", Some(err(close)), data)
-        } else {
-            Written::Done
+            Ok(_) => Written::Done,
         }
     }
 
@@ -1419,28 +1411,42 @@ fn written(steps: Vec<StepResult>, len: u32) -> (Written, bool) {
         let e = io::Error::other("ring returned another chain");
         return (Written::Failed("io_uring", Some(e), data), made);
     };
-    let written = if open < 0 {
-        match data {
-            Some(data) => Written::NotCreated(data, Some(err(open))),
-            None => Written::Failed("openat", Some(err(open)), None),
-        }
-    } else if write < 0 {
-        Written::Failed("write", Some(err(write)), data)
-    } else if write.unsigned_abs() != len {
-        Written::Failed("write", None, data)
-    } else if sync < 0 {
-        Written::Failed("fdatasync", Some(err(sync)), data)
-    } else if rename < 0 {
+    let written = match created(open, write, len, data) {
+        Err(stopped) => stopped,
+        Ok(data) if sync < 0 => Written::Failed("fdatasync", Some(err(sync)), data),
         // (A failed close of a synced file only cancelled the rename.)
-        Written::NotRenamed
-    } else {
-        match synced(dir_open, dir_sync) {
+        Ok(_) if rename < 0 => Written::NotRenamed,
+        Ok(_) => match synced(dir_open, dir_sync) {
             Synced::Yes => Written::Done,
             Synced::NotRun => Written::NotSynced(None),
             Synced::Failed(e) => Written::NotSynced(Some(e)),
-        }
+        },
     };
     (written, made)
+}
+
+/// Reads the create and write steps of a chain that makes a file holding
+/// `len` bytes of `data`: the data back (as the ring returned it) if both
+/// went through, otherwise what stopped them.
+fn created(
+    open: i32,
+    write: i32,
+    len: u32,
+    data: Option<Vec<u8>>,
+) -> Result<Option<Vec<u8>>, Written> {
+    let err = |r: i32| io::Error::from_raw_os_error(-r);
+    if open < 0 {
+        Err(match data {
+            Some(data) => Written::NotCreated(data, Some(err(open))),
+            None => Written::Failed("openat", Some(err(open)), None),
+        })
+    } else if write < 0 {
+        Err(Written::Failed("write", Some(err(write)), data))
+    } else if write.unsigned_abs() != len {
+        Err(Written::Failed("write", None, data))
+    } else {
+        Ok(data)
+    }
 }
 
 /// A chain step's result as an `io::Result` (`ECANCELED` for a step that
