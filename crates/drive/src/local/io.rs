@@ -1120,15 +1120,7 @@ impl Io {
             Ok(steps) => steps,
             Err(e) => return (Written::NotCreated(data, Some(e)), false),
         };
-        let chain = Chain::new()
-            .then(open)
-            .then(Op::Write {
-                file: File::Slot,
-                buf: IoBuf::Heap(data),
-                offset: 0,
-                start: 0,
-                len,
-            })
+        let chain = create_with(open, data, len)
             .then(Op::Fsync {
                 file: File::Slot,
                 datasync: true,
@@ -1171,16 +1163,7 @@ impl Io {
             Ok(op) => op,
             Err(e) => return Written::NotCreated(data, Some(e)),
         };
-        let chain = Chain::new()
-            .then(open)
-            .then(Op::Write {
-                file: File::Slot,
-                buf: IoBuf::Heap(data),
-                offset: 0,
-                start: 0,
-                len,
-            })
-            .then(Op::CloseSlot);
+        let chain = create_with(open, data, len).then(Op::CloseSlot);
         let _change = self.blocking.ns.change();
         let steps = match ring.submit_chain(chain).await {
             Ok(steps) => steps,
@@ -1423,6 +1406,18 @@ fn written(steps: Vec<StepResult>, len: u32) -> (Written, bool) {
         },
     };
     (written, made)
+}
+
+/// A chain's first steps: `open` (a create into the chain's file slot),
+/// then one write of `data`, `len` bytes, at offset 0.
+fn create_with(open: Op, data: Vec<u8>, len: u32) -> Chain {
+    Chain::new().then(open).then(Op::Write {
+        file: File::Slot,
+        buf: IoBuf::Heap(data),
+        offset: 0,
+        start: 0,
+        len,
+    })
 }
 
 /// Reads the create and write steps of a chain that makes a file holding
