@@ -133,7 +133,10 @@ pub struct LocalDriveConfig {
     /// before it ended. On by default. `syncfs` also writes back what
     /// other programs left dirty on the same file system, so on a file
     /// system shared with busy writers a commit waits for their data too;
-    /// drives of their own are not affected.
+    /// drives of their own are not affected. Used only while shard files
+    /// are written with `O_DIRECT` (the io_uring backend, on a file system
+    /// that takes it): with buffered shard writes a `syncfs` would write
+    /// back the uploads in flight as well, so each write syncs on its own.
     pub group_commit: bool,
     /// Test hook: behave as if the file system refused `O_DIRECT` at open
     /// (`EINVAL`), to exercise the buffered fallback on any file system.
@@ -879,7 +882,10 @@ impl Inner {
         // new object's); the volume itself never is.
         let dir = parent(&rel).unwrap_or("");
         let make_dir = dir != volume && !dir.is_empty();
-        if let Some(group) = &self.fs_sync {
+        // Only while shard files bypass the page cache: with buffered shard
+        // writes a `syncfs` would also write back the uploads in flight,
+        // and a small write would wait for them.
+        if let Some(group) = self.fs_sync.as_ref().filter(|_| self.want_direct()) {
             let result = self
                 .write_all_grouped(group, spread, &tmp, volume, &rel, make_dir, data)
                 .await;
