@@ -74,6 +74,28 @@ impl Bitrot {
     pub fn sum_many(&self, blocks: &[&[u8]], out: &mut [[u8; 32]]) {
         self.kernel.hash256_many(&self.key, blocks, out);
     }
+
+    /// Seals records in place, hashing them together (multi-stream): each
+    /// record's first [`HASH_LEN`] bytes become the digest of the rest.
+    ///
+    /// # Panics
+    /// If a record is shorter than [`HASH_LEN`].
+    pub fn seal_many(&self, records: &mut [&mut [u8]]) {
+        const CHUNK: usize = 16;
+        for group in records.chunks_mut(CHUNK) {
+            let mut sums = [[0u8; 32]; CHUNK];
+            {
+                let mut blocks: [&[u8]; CHUNK] = [&[]; CHUNK];
+                for (b, r) in blocks.iter_mut().zip(group.iter()) {
+                    *b = &r[HASH_LEN..];
+                }
+                self.sum_many(&blocks[..group.len()], &mut sums[..group.len()]);
+            }
+            for (r, s) in group.iter_mut().zip(sums.iter()) {
+                r[..HASH_LEN].copy_from_slice(s);
+            }
+        }
+    }
 }
 
 impl fmt::Debug for Bitrot {
@@ -512,21 +534,7 @@ impl ShardFrame {
                 });
             }
         }
-        const CHUNK: usize = 16;
-        for group in records.chunks_mut(CHUNK) {
-            let mut sums = [[0u8; 32]; CHUNK];
-            {
-                let mut blocks: [&[u8]; CHUNK] = [&[]; CHUNK];
-                for (b, r) in blocks.iter_mut().zip(group.iter()) {
-                    *b = &r[HASH_LEN..];
-                }
-                self.bitrot
-                    .sum_many(&blocks[..group.len()], &mut sums[..group.len()]);
-            }
-            for (r, s) in group.iter_mut().zip(sums.iter()) {
-                r[..HASH_LEN].copy_from_slice(s);
-            }
-        }
+        self.bitrot.seal_many(records);
         Ok(())
     }
 

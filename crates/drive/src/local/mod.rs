@@ -940,17 +940,7 @@ impl Inner {
             Written::NotCreated(data, Some(e)) if errno(&e) == libc::ENOENT => data,
             Written::NotCreated(_, Some(e)) => return Err(self.map("openat", Ctx::Write, e)),
         };
-        let fd = match self.io.open(&tmp, OpenKind::CreateExclusive, false).await {
-            Ok(fd) => fd,
-            Err(e) if errno(&e) == libc::ENOENT => {
-                self.make_spread_dir(spread).await?;
-                self.io
-                    .open(&tmp, OpenKind::CreateExclusive, false)
-                    .await
-                    .map_err(|e| self.map("openat", Ctx::Write, e))?
-            }
-            Err(e) => return Err(self.map("openat", Ctx::Write, e)),
-        };
+        let fd = self.create_staged(&tmp, spread).await?;
         let result = self
             .write_all_into_place(fd, &tmp, volume, &rel, data)
             .await;
@@ -1005,17 +995,7 @@ impl Inner {
             }
         };
         if let Some(data) = data {
-            let fd = match self.io.open(tmp, OpenKind::CreateExclusive, false).await {
-                Ok(fd) => fd,
-                Err(e) if errno(&e) == libc::ENOENT => {
-                    self.make_spread_dir(spread).await?;
-                    self.io
-                        .open(tmp, OpenKind::CreateExclusive, false)
-                        .await
-                        .map_err(|e| self.map("openat", Ctx::Write, e))?
-                }
-                Err(e) => return Err(self.map("openat", Ctx::Write, e)),
-            };
+            let fd = self.create_staged(tmp, spread).await?;
             let len = data.len();
             self.write_full(&fd, IoBuf::Heap(data), 0, len, 0).await?;
             drop(fd);
@@ -1036,6 +1016,22 @@ impl Inner {
             self.rename_into_place(tmp, volume, rel).await?;
         }
         group.commit(begun).await.map_err(commit)
+    }
+
+    /// Creates `write_all`'s staged file `tmp` in spread directory
+    /// `spread`, making the directory when it is missing.
+    async fn create_staged(&self, tmp: &str, spread: usize) -> Result<Fd> {
+        match self.io.open(tmp, OpenKind::CreateExclusive, false).await {
+            Ok(fd) => Ok(fd),
+            Err(e) if errno(&e) == libc::ENOENT => {
+                self.make_spread_dir(spread).await?;
+                self.io
+                    .open(tmp, OpenKind::CreateExclusive, false)
+                    .await
+                    .map_err(|e| self.map("openat", Ctx::Write, e))
+            }
+            Err(e) => Err(self.map("openat", Ctx::Write, e)),
+        }
     }
 
     /// Creates staging directory `spread` of [`SPREAD_VOLUME`], and the

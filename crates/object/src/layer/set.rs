@@ -843,12 +843,8 @@ impl ErasureSet {
             rs.encode(&d, &mut p)?;
         }
         // The k + m shards hashed side by side, in the SIMD lanes.
-        let mut sums = vec![[0u8; HASH_LEN]; records.len()];
-        let shards: Vec<&[u8]> = records.iter().map(|r| &r[HASH_LEN..]).collect();
-        self.bitrot.sum_many(&shards, &mut sums);
-        for (rec, sum) in records.iter_mut().zip(&sums) {
-            rec[..HASH_LEN].copy_from_slice(sum);
-        }
+        let mut records: Vec<&mut [u8]> = records.iter_mut().map(|r| &mut r[..]).collect();
+        self.bitrot.seal_many(&mut records);
         Ok(())
     }
 
