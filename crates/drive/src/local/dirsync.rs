@@ -7,7 +7,11 @@
 //! directory run one at a time, and a caller whose ticket a finished sync
 //! covered returns without a sync of its own. A sync covers exactly the
 //! tickets taken before it started; a failed one covers nobody (each
-//! caller then syncs, and reports, for itself).
+//! caller then syncs, and reports, for itself). Such a retry can succeed
+//! although the failed write-back lost the caller's entry (the error was
+//! reported once, to the failed sync): the drive counts every failed
+//! directory sync, and a change during which the count moved fails
+//! (`Inner::dir_change`), whatever its own sync said.
 
 use std::collections::HashMap;
 use std::future::Future;

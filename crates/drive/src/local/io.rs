@@ -11,7 +11,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use rustix::fs::{AtFlags, FallocateFlags, FileType, Mode, OFlags, RenameFlags, StatxFlags};
@@ -407,6 +407,13 @@ pub(crate) struct Io {
     /// kernel or file system does not support `RESOLVE_CACHED` or
     /// `RWF_NOWAIT`).
     pub(crate) cached_reads: AtomicBool,
+    /// Directory `fsync`s that failed on this drive, by any path. A failed
+    /// directory sync reports its error once, to whoever syncs first: a
+    /// later sync through another descriptor succeeds although the
+    /// entries the failed write-back carried may be lost. A change counts
+    /// the failures before it starts and is failed if the count moved
+    /// before its own sync came back ([`Io::dir_sync_failures`]).
+    pub(crate) dir_sync_failures: AtomicU64,
 }
 
 /// Most idle buffers a [`Scratch`] keeps.
@@ -902,7 +909,7 @@ impl Io {
     /// or removed in it durable. One chain (open, fsync, close) where the
     /// ring chains.
     pub(crate) async fn sync_dir(&self, rel: &str) -> io::Result<()> {
-        match self.chaining() {
+        let synced = match self.chaining() {
             Some(ring) => {
                 let chain = self.sync_dir_steps(Chain::new(), rel)?;
                 let mut steps = ring.submit_chain(chain).await?.into_iter();
@@ -914,7 +921,32 @@ impl Io {
                 let dir = self.open(rel, OpenKind::Directory, false).await?;
                 self.sync(&dir, false).await
             }
+        };
+        // (Only the fsync's own failure counts: a failed open changed
+        // nothing on the disk.)
+        if synced.is_err() {
+            self.dir_sync_failed();
         }
+        synced
+    }
+
+    /// Directory syncs failed on this drive so far (see
+    /// [`Io::dir_sync_failures`](field@Io::dir_sync_failures)).
+    pub(crate) fn dir_sync_failures(&self) -> u64 {
+        self.dir_sync_failures.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn dir_sync_failed(&self) {
+        self.dir_sync_failures.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// [`synced`], counting a failed sync.
+    fn synced(&self, open: i32, sync: i32) -> Synced {
+        let synced = synced(open, sync);
+        if matches!(synced, Synced::Failed(_)) {
+            self.dir_sync_failed();
+        }
+        synced
     }
 
     /// `statx` of path `rel`, as a ring op.
@@ -1138,7 +1170,13 @@ impl Io {
         };
         let _change = self.blocking.ns.change();
         match ring.submit_chain(chain).await {
-            Ok(steps) => written(steps, len),
+            Ok(steps) => {
+                let (written, made) = written(steps, len);
+                if matches!(written, Written::NotSynced(Some(_))) {
+                    self.dir_sync_failed();
+                }
+                (written, made)
+            }
             // The ring stopped: whether the tmp file exists is unknown;
             // the caller removes it and reports the error.
             Err(e) => (Written::Failed("io_uring", Some(e), None), false),
@@ -1263,8 +1301,8 @@ impl Io {
             src,
             made,
             renamed,
-            parent_synced: synced(parent_open, parent_sync),
-            target_synced: synced(target_open, target_sync),
+            parent_synced: self.synced(parent_open, parent_sync),
+            target_synced: self.synced(target_open, target_sync),
         }))
     }
 
@@ -1470,6 +1508,7 @@ mod tests {
             uring: None,
             scratch: Scratch::new(0),
             cached_reads: AtomicBool::new(cached),
+            dir_sync_failures: AtomicU64::new(0),
         }
     }
 
@@ -1624,5 +1663,27 @@ mod tests {
             has_pipe(piped(&io, "f", 0, &mut small)),
             Some((4096, false))
         );
+    }
+
+    #[tokio::test]
+    async fn only_failed_directory_syncs_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let io = io_on(dir.path(), false);
+        io.sync_dir("sub").await.unwrap();
+        assert_eq!(io.dir_sync_failures(), 0);
+        // A directory that is not there: its open failed, nothing was
+        // written back, nothing lost.
+        assert!(io.sync_dir("missing").await.is_err());
+        assert_eq!(io.dir_sync_failures(), 0);
+        // A chain's results: only a failed fsync counts.
+        assert!(matches!(io.synced(3, 0), Synced::Yes));
+        assert!(matches!(
+            io.synced(-libc::ENOENT, -libc::ECANCELED),
+            Synced::NotRun
+        ));
+        assert_eq!(io.dir_sync_failures(), 0);
+        assert!(matches!(io.synced(3, -libc::EIO), Synced::Failed(_)));
+        assert_eq!(io.dir_sync_failures(), 1);
     }
 }

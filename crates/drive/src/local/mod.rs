@@ -16,7 +16,7 @@ use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::fmt;
 use std::io as stdio;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -353,6 +353,7 @@ impl LocalDrive {
                 uring,
                 scratch: Scratch::new(SMALL_READ_GUESS),
                 cached_reads: AtomicBool::new(cfg.cached_reads),
+                dir_sync_failures: AtomicU64::new(0),
             },
             direct_ok: AtomicBool::new(cfg.direct_io),
             cfg,
@@ -440,6 +441,7 @@ async fn start_ring(
         uring: Some(ring),
         scratch: Scratch::new(0),
         cached_reads: AtomicBool::new(false),
+        dir_sync_failures: AtomicU64::new(0),
     };
     let stat = probe.stat("").await?;
     if !stat.is_dir {
@@ -455,6 +457,29 @@ async fn start_ring(
 impl Inner {
     fn map(&self, op: &'static str, ctx: Ctx, e: stdio::Error) -> DriveError {
         map_io(op, ctx, e)
+    }
+
+    /// Runs `change`, which makes directory entries and syncs the
+    /// directories it changed before it returns, and fails it if a
+    /// directory sync failed on this drive in the meantime, by any path.
+    /// Such a sync may have carried this change's entries and lost them,
+    /// and its error is reported only once: the change's own sync, through
+    /// a descriptor of its own, then succeeds without writing them.
+    /// Conservative: a failure in an unrelated directory fails the changes
+    /// in flight too, on a drive whose writes are failing anyway.
+    async fn dir_change<T>(&self, change: impl Future<Output = Result<T>>) -> Result<T> {
+        let before = self.io.dir_sync_failures();
+        let out = change.await?;
+        if self.io.dir_sync_failures() != before {
+            return Err(DriveError::Io {
+                op: "fsync dir",
+                source: stdio::Error::other(
+                    "a directory sync on this drive failed while the change was made; \
+                     its entries may not be durable",
+                ),
+            });
+        }
+        Ok(out)
     }
 
     /// Whether `volume` exists as a directory.
@@ -1711,7 +1736,7 @@ impl Drive for LocalDrive {
     }
 
     fn make_volume<'a>(&'a self, volume: &'a str) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.tracked(self.inner.make_volume(volume)))
+        Box::pin(self.tracked(self.inner.dir_change(self.inner.make_volume(volume))))
     }
 
     fn list_volumes(&self) -> BoxFuture<'_, Result<Vec<VolumeInfo>>> {
@@ -1723,7 +1748,12 @@ impl Drive for LocalDrive {
     }
 
     fn delete_volume<'a>(&'a self, volume: &'a str, force: bool) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.tracked(self.inner.delete_volume(volume, force)))
+        Box::pin(
+            self.tracked(
+                self.inner
+                    .dir_change(self.inner.delete_volume(volume, force)),
+            ),
+        )
     }
 
     fn read_all<'a>(
@@ -1741,7 +1771,12 @@ impl Drive for LocalDrive {
         path: &'a str,
         data: Vec<u8>,
     ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.tracked(self.inner.write_all(volume, path, data)))
+        Box::pin(
+            self.tracked(
+                self.inner
+                    .dir_change(self.inner.write_all(volume, path, data)),
+            ),
+        )
     }
 
     fn create_file<'a>(
@@ -1751,7 +1786,10 @@ impl Drive for LocalDrive {
         expected_size: Option<u64>,
     ) -> BoxFuture<'a, Result<Box<dyn ShardWriter>>> {
         Box::pin(self.tracked(async move {
-            let writer = self.inner.create_file(volume, path, expected_size).await?;
+            let writer = self
+                .inner
+                .dir_change(self.inner.create_file(volume, path, expected_size))
+                .await?;
             Ok(Box::new(writer) as Box<dyn ShardWriter>)
         }))
     }
@@ -1806,8 +1844,10 @@ impl Drive for LocalDrive {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(
             self.tracked(
-                self.inner
-                    .rename(src_volume, src_path, dst_volume, dst_path),
+                self.inner.dir_change(
+                    self.inner
+                        .rename(src_volume, src_path, dst_volume, dst_path),
+                ),
             ),
         )
     }
@@ -2328,5 +2368,41 @@ impl ShardReader for LocalReader {
 
     fn io_mode(&self) -> Result<IoMode> {
         io_mode_of(&self.fd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_directory_sync_failing_during_a_change_fails_the_change() {
+        let base = tempfile::tempdir().unwrap();
+        let drive = LocalDrive::open(base.path().join("d"), LocalDriveConfig::default())
+            .await
+            .unwrap();
+        let inner = &drive.inner;
+        assert_eq!(inner.dir_change(async { Ok(7) }).await.unwrap(), 7);
+        // A change whose entries a failed sync may have carried: the
+        // change's own sync came back fine, but it does not count.
+        let failed = inner
+            .dir_change(async {
+                inner.io.dir_sync_failed();
+                Ok(7)
+            })
+            .await
+            .unwrap_err();
+        assert!(failed.is_fault(), "{failed}");
+        // A change begun after the failure is not blamed for it.
+        assert_eq!(inner.dir_change(async { Ok(8) }).await.unwrap(), 8);
+        // The change's own error wins.
+        let own = inner
+            .dir_change(async {
+                inner.io.dir_sync_failed();
+                Err::<(), _>(DriveError::DriveFull)
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(own, DriveError::DriveFull), "{own}");
     }
 }
