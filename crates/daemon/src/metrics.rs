@@ -96,6 +96,7 @@ pub struct Metrics {
     group_syncs: Counter,
     group_syncs_seen: Mutex<u64>,
     md5_blocks: Family<Md5Path, Counter>,
+    md5_lane_steps: Counter,
     md5_seen: Mutex<md5x::HubStats>,
     drives: Family<State, Gauge>,
     drive_online: Family<DriveLabel, Gauge>,
@@ -149,6 +150,7 @@ impl Metrics {
             group_syncs: Counter::default(),
             group_syncs_seen: Mutex::new(0),
             md5_blocks: Family::default(),
+            md5_lane_steps: Counter::default(),
             md5_seen: Mutex::new(md5x::HubStats::default()),
             drives: Family::default(),
             drive_online: Family::default(),
@@ -226,6 +228,11 @@ impl Metrics {
             "md5_blocks",
             "64-byte blocks of upload bodies hashed for ETags, by the code that hashed them: path=lanes in SIMD lanes beside other uploads' blocks, path=combiner and path=caller on the single-stream code (alone in a combiner's lanes, or without the queue), which costs several times more CPU per byte",
             m.md5_blocks.clone(),
+        );
+        registry.register(
+            "md5_lane_steps",
+            "Steps of the SIMD lane code, each advancing every lane in use by one 64-byte block: md5_blocks{path=lanes} divided by this is the mean number of uploads hashed side by side",
+            m.md5_lane_steps.clone(),
         );
         registry.register(
             "http_connections_open",
@@ -370,6 +377,8 @@ impl Metrics {
                     .get_or_create(&Md5Path { path })
                     .inc_by(total.saturating_sub(before));
             }
+            self.md5_lane_steps
+                .inc_by(now.lane_steps.saturating_sub(seen.lane_steps));
             *seen = now;
         }
         catch_up(

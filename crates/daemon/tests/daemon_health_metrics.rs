@@ -150,6 +150,13 @@ async fn health_follows_the_drives_and_metrics_count_requests() {
         "MD5 blocks {md5_blocks} for a body of {} bytes:\n{m}",
         body.len()
     );
+    // One upload has no one to share lanes with: no lane steps, but the
+    // counter is there.
+    assert_eq!(
+        metric_value(&m, "tessera_md5_lane_steps_total"),
+        Some(0),
+        "lane steps in\n{m}"
+    );
     // Group commit is on by default: the PUTs' xl.meta writes were made
     // durable by syncfs calls.
     let group_syncs = metric_value(&m, "tessera_drive_group_syncs_total")

@@ -127,6 +127,10 @@ pub struct HubStats {
     pub blocks_single: u64,
     /// Kernel calls with more than one lane.
     pub lane_calls: u64,
+    /// Steps of those calls (each advances every lane in use by one
+    /// block): `blocks_in_lanes / lane_steps` is the mean number of lanes
+    /// filled.
+    pub lane_steps: u64,
     /// Callers that became combiners (leaders, extra and elected ones).
     pub combiner_runs: u64,
     /// Elections (a waiting owner woken to become a combiner).
@@ -141,6 +145,7 @@ struct Counters {
     blocks_in_lanes: AtomicU64,
     blocks_single: AtomicU64,
     lane_calls: AtomicU64,
+    lane_steps: AtomicU64,
     combiner_runs: AtomicU64,
     elections: AtomicU64,
 }
@@ -388,6 +393,7 @@ impl Md5Hub {
             blocks_in_lanes: get(&c.blocks_in_lanes),
             blocks_single: get(&c.blocks_single),
             lane_calls: get(&c.lane_calls),
+            lane_steps: get(&c.lane_steps),
             combiner_runs: get(&c.combiner_runs),
             elections: get(&c.elections),
         }
@@ -609,6 +615,7 @@ impl Combiner<'_> {
                 }
                 bump(&s.counters.blocks_in_lanes, (blocks * n) as u64);
                 bump(&s.counters.lane_calls, 1);
+                bump(&s.counters.lane_steps, blocks as u64);
             } else {
                 for l in &mut self.lanes {
                     // SAFETY: as above, the job is claimed by this

@@ -237,6 +237,14 @@ fn concurrent_hashers_share_lanes() {
         eprintln!("{st:?}");
         assert!(st.lane_calls > 0, "no kernel call used more than one lane");
         assert!(st.blocks_in_lanes > 0);
+        // A lane call advances at least two lanes per step and at most the
+        // kernel's width.
+        assert!(st.lane_steps >= st.lane_calls, "{st:?}");
+        assert!(st.blocks_in_lanes >= 2 * st.lane_steps, "{st:?}");
+        assert!(
+            st.blocks_in_lanes <= hub.kernel().lanes() as u64 * st.lane_steps,
+            "{st:?}"
+        );
         // Every whole block is counted once, by the code that hashed it.
         assert_eq!(
             st.blocks_in_lanes + st.blocks_single + st.blocks_alone,
