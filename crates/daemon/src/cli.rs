@@ -151,6 +151,13 @@ pub const GROUP_COMMIT: EnvVar = EnvVar {
            syncfs; off: an fdatasync and a directory fsync per write (for drives on a file system \
            shared with busy writers, whose dirty data a syncfs would wait for)",
 };
+pub const HUGE_PAGES: EnvVar = EnvVar {
+    name: "TESSERA_HUGE_PAGES",
+    aliases: &[],
+    help: "on (default where the kernel offers transparent huge pages): shard record buffers are \
+           carved from 2 MiB huge-page regions, so a direct write pins one page and is one \
+           contiguous segment; off: buffers from the heap in 4 KiB pages",
+};
 pub const SCANNER_RATE: EnvVar = EnvVar {
     name: "TESSERA_SCANNER_RATE",
     aliases: &[],
@@ -200,6 +207,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     API_REQUESTS_DEADLINE,
     SPLICE_GET,
     GROUP_COMMIT,
+    HUGE_PAGES,
     SCANNER_RATE,
     SCANNER_INTERVAL,
     NOTIFY_SOCKET,

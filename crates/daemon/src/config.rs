@@ -245,6 +245,9 @@ pub struct ServerConfig {
     /// Whether drives make `xl.meta` writes durable in groups
     /// (`LocalDriveConfig::group_commit`).
     pub group_commit: bool,
+    /// Whether large buffers are carved from huge-page regions
+    /// (`drive::set_huge_pages`).
+    pub huge_pages: bool,
     pub quiet: bool,
     pub anonymous: bool,
     /// Things to warn about once logging is up.
@@ -836,6 +839,7 @@ impl ServerConfig {
         let insecure_sse_c = on_off(&cli::INSECURE_SSE_C)?;
         let splice_get = on_off(&cli::SPLICE_GET)?;
         let group_commit = on_off_or(&cli::GROUP_COMMIT, true)?;
+        let huge_pages = on_off_or(&cli::HUGE_PAGES, true)?;
 
         let rate = match env.get(&cli::SCANNER_RATE) {
             None => Some(100),
@@ -902,6 +906,7 @@ impl ServerConfig {
             requests_deadline,
             splice_get,
             group_commit,
+            huge_pages,
             quiet: args.quiet,
             anonymous: args.anonymous,
             warnings,
@@ -1107,6 +1112,17 @@ mod tests {
             );
         }
         assert!(resolve(&["/d"], &[("TESSERA_API_REQUESTS_DEADLINE", "soon")]).is_err());
+    }
+
+    #[test]
+    fn huge_pages_are_on_unless_turned_off() {
+        assert!(resolve(&["/d"], &[]).unwrap().huge_pages);
+        assert!(
+            !resolve(&["/d"], &[("TESSERA_HUGE_PAGES", "off")])
+                .unwrap()
+                .huge_pages
+        );
+        assert!(resolve(&["/d"], &[("TESSERA_HUGE_PAGES", "sometimes")]).is_err());
     }
 
     #[test]

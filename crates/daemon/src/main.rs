@@ -192,6 +192,11 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     let mut drive_cfg = drive::LocalDriveConfig::default();
     drive_cfg.piped_reads = cfg.splice_get;
     drive_cfg.group_commit = cfg.group_commit;
+    drive::set_huge_pages(cfg.huge_pages);
+    tracing::info!(
+        huge_pages = drive::huge_pages(),
+        "shard buffers in transparent huge pages (TESSERA_HUGE_PAGES)"
+    );
     let opts = LayerOptions {
         parity: cfg.standard_parity,
         rrs_parity: cfg.rrs_parity,

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
 use crate::error::{DriveError, Result};
+use crate::hugepage::{self, Carver, Piece};
 
 /// Alignment (and size granularity) of every [`AlignedBuf`], in bytes.
 pub const ALIGN: usize = 4096;
@@ -37,10 +38,14 @@ pub const fn align_up(n: usize) -> usize {
     }
 }
 
-/// A heap allocation of `capacity` bytes aligned to [`ALIGN`].
+/// An allocation of `capacity` bytes aligned to [`ALIGN`]: from the heap,
+/// or carved from a huge-page region (see [`crate::hugepage`]).
 struct RawAlloc {
     ptr: NonNull<u8>,
     capacity: usize,
+    /// The region the bytes were carved from (freed with its last piece),
+    /// or `None` for a heap allocation.
+    piece: Option<Piece>,
 }
 
 // SAFETY: RawAlloc uniquely owns its allocation (no aliasing pointers are
@@ -58,6 +63,17 @@ impl RawAlloc {
                 "buffer of {capacity} bytes exceeds the {MAX_BUF_BYTES}-byte limit"
             )));
         }
+        if capacity >= hugepage::MIN_BYTES
+            && hugepage::huge_pages()
+            && let Some(piece) = Carver::global().carve(capacity)
+        {
+            // Fresh mapped memory: zeroed, like the heap's below.
+            return Ok(RawAlloc {
+                ptr: piece.ptr,
+                capacity,
+                piece: Some(piece),
+            });
+        }
         let layout = Layout::from_size_align(capacity, ALIGN)
             .map_err(|e| DriveError::InvalidArgument(format!("buffer layout: {e}")))?;
         // SAFETY: the layout has a non-zero size (capacity >= ALIGN). The
@@ -67,12 +83,20 @@ impl RawAlloc {
             op: "alloc",
             source: std::io::Error::from(std::io::ErrorKind::OutOfMemory),
         })?;
-        Ok(RawAlloc { ptr, capacity })
+        Ok(RawAlloc {
+            ptr,
+            capacity,
+            piece: None,
+        })
     }
 }
 
 impl Drop for RawAlloc {
     fn drop(&mut self) {
+        if self.piece.is_some() {
+            // Dropping the piece releases its region.
+            return;
+        }
         // Cannot fail: the same layout was accepted at allocation.
         if let Ok(layout) = Layout::from_size_align(self.capacity, ALIGN) {
             // SAFETY: ptr was returned by alloc_zeroed with this exact layout

@@ -140,6 +140,7 @@ mod drive;
 mod error;
 pub mod format;
 mod health;
+mod hugepage;
 mod local;
 pub mod path;
 pub mod pipe;
@@ -156,6 +157,7 @@ pub use format::{
     DrivePosition, FormatErasureV3, FormatError, build_formats, check_format, load_format,
     save_format, verify_format,
 };
+pub use hugepage::{huge_pages, set_huge_pages};
 pub use local::fssync::group_commit_syncs_total;
 pub use local::{Backend, LocalDrive, LocalDriveConfig};
 pub use walk::{WalkEntry, WalkOptions, WalkPage};
