@@ -56,18 +56,24 @@ unsafe impl Send for RawAlloc {}
 unsafe impl Sync for RawAlloc {}
 
 impl RawAlloc {
-    fn new(capacity: usize) -> Result<Self> {
+    /// `capacity` bytes, rounded up to [`ALIGN`]; with `carve`, from a
+    /// huge-page region when the size qualifies (a pool's buffers: one
+    /// size, kept for reuse, so a region is not mapped and zeroed for a
+    /// single short-lived buffer of an odd size).
+    fn new(capacity: usize, carve: bool) -> Result<Self> {
         let capacity = align_up(capacity.max(1));
         if capacity > MAX_BUF_BYTES {
             return Err(DriveError::InvalidArgument(format!(
                 "buffer of {capacity} bytes exceeds the {MAX_BUF_BYTES}-byte limit"
             )));
         }
-        if capacity >= hugepage::MIN_BYTES
+        if carve
+            && capacity >= hugepage::MIN_BYTES
             && hugepage::huge_pages()
             && let Some(piece) = Carver::global().carve(capacity)
         {
-            // Fresh mapped memory: zeroed, like the heap's below.
+            // Initialised: fresh mapped memory (zeroed), or a piece an
+            // earlier pool buffer held.
             return Ok(RawAlloc {
                 ptr: piece.ptr,
                 capacity,
@@ -137,7 +143,7 @@ impl AlignedBuf {
     /// [`MAX_BUF_BYTES`] or when memory is exhausted.
     pub fn with_capacity(capacity: usize) -> Result<Self> {
         Ok(AlignedBuf {
-            raw: Some(RawAlloc::new(capacity)?),
+            raw: Some(RawAlloc::new(capacity, false)?),
             len: 0,
             pool: None,
         })
@@ -355,7 +361,7 @@ impl BufferPool {
         let reused = self.shared.idle.lock().ok().and_then(|mut idle| idle.pop());
         let raw = match reused {
             Some(raw) => raw,
-            None => RawAlloc::new(self.shared.buf_bytes)?,
+            None => RawAlloc::new(self.shared.buf_bytes, true)?,
         };
         Ok(AlignedBuf {
             raw: Some(raw),
@@ -381,6 +387,32 @@ impl fmt::Debug for BufferPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_pools_large_buffers_are_carved_from_huge_page_regions() {
+        // A size no other test uses, so its region is this test's.
+        let cap = (300 << 10) + 7 * ALIGN;
+        let pool = BufferPool::new(cap, 4, 4).unwrap();
+        let mut a = pool.get().await.unwrap();
+        let mut b = pool.get().await.unwrap();
+        let mut heap = AlignedBuf::with_capacity(cap).unwrap();
+        for buf in [&mut a, &mut b, &mut heap] {
+            assert_eq!(buf.capacity(), cap);
+            assert!(buf.capacity_slice().iter().all(|&x| x == 0));
+            buf.capacity_mut().fill(0xa5);
+        }
+        let (pa, pb) = (a.as_mut_ptr() as usize, b.as_mut_ptr() as usize);
+        if hugepage::huge_pages() {
+            // One after the other in a fresh region.
+            assert_eq!(pa % hugepage::HUGE_PAGE, 0);
+            assert_eq!(pb, pa + cap);
+        }
+        assert!(a.is_pooled() && !heap.is_pooled());
+        // Freed and taken again: the same memory, reused by the pool.
+        drop(a);
+        let mut again = pool.get().await.unwrap();
+        assert_eq!(again.as_mut_ptr() as usize, pa);
+    }
 
     #[test]
     fn aligned_and_zeroed() {

@@ -8,17 +8,20 @@
 //! contiguous: one pin and one segment. Measured on 16 MiB PUTs: 1.44x the
 //! MiB/s and 1.18x the MiB per CPU-second (docs/benchmarks.md).
 //!
-//! Buffers of at least [`MIN_BYTES`] are carved from *regions*: anonymous
-//! mappings aligned to [`HUGE_PAGE`] and advised `MADV_HUGEPAGE` before
-//! anything touches them, so the kernel backs them with huge pages when it
-//! has free ones (and with small pages otherwise: nothing fails). Buffers
-//! of one size are carved one after the other from the current region of
-//! that size; a region is unmapped when the last buffer carved from it is
-//! dropped. No range is ever carved twice, so a new buffer is fresh,
-//! zeroed memory. The waste is a region's tail too short for one more
-//! buffer (less than half of it for buffers up to half a region); a buffer
-//! larger than a region gets a region of its own, rounded up to whole huge
-//! pages.
+//! A [`BufferPool`](crate::BufferPool)'s buffers of at least [`MIN_BYTES`]
+//! (record buffers: one size per pool, kept for reuse; other buffers come
+//! from the heap) are carved from *regions*: anonymous mappings aligned to
+//! [`HUGE_PAGE`] and advised `MADV_HUGEPAGE` before anything touches them,
+//! so the kernel backs them with huge pages when it has free ones (and with
+//! small pages otherwise: nothing fails). The regions of one buffer size
+//! form a slab: a buffer the pool frees goes back to its region and is
+//! handed out again before anything new is carved, from the region with
+//! the most buffers out, so that the others drain; a region with no buffer
+//! out is unmapped. Memory is then the buffers out plus, per size, at most
+//! the free pieces of partly used regions. The waste is a region's tail
+//! too short for one more buffer (less than half of it for buffers up to
+//! half a region); a buffer larger than that gets a region of its own,
+//! rounded up to whole huge pages.
 //!
 //! Off where the kernel has no transparent huge pages or its
 //! `transparent_hugepage/enabled` is `never`, and after
@@ -28,7 +31,7 @@
 use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use crate::buf::ALIGN;
 
@@ -153,16 +156,60 @@ impl Drop for Region {
     }
 }
 
-/// `capacity` bytes of a region, kept mapped while the piece lives.
+/// `capacity` bytes of a region. Dropping it gives the bytes back to its
+/// carver (or unmaps its own region).
 pub(crate) struct Piece {
     pub(crate) ptr: NonNull<u8>,
-    _region: Arc<Region>,
+    home: Home,
 }
 
-/// The current region of each buffer size, and how far it is carved.
+enum Home {
+    /// A region of its own (larger than half a region), unmapped with
+    /// the piece.
+    Own { _region: Region },
+    /// Piece `index` of a region of `carver`'s slab of its size.
+    Slab {
+        carver: &'static Carver,
+        size: usize,
+        base: usize,
+    },
+}
+
+impl Drop for Piece {
+    fn drop(&mut self) {
+        if let Home::Slab { carver, size, base } = self.home {
+            carver.give_back(size, base, self.ptr.as_ptr() as usize);
+        }
+    }
+}
+
+/// The regions of one piece size.
+struct Slab {
+    /// Pieces per region (at least 2).
+    per_region: usize,
+    regions: Vec<SlabRegion>,
+}
+
+struct SlabRegion {
+    region: Region,
+    /// Indices of pieces given back, for reuse.
+    free: Vec<usize>,
+    /// Pieces carved so far (`0..carved` have been handed out).
+    carved: usize,
+    /// Pieces out now.
+    live: usize,
+}
+
+/// Slabs of huge-page regions, one per piece size.
+///
+/// A piece given back is reused for the next piece of its size, taken from
+/// the region with the most pieces out (so that the others drain), and a
+/// region whose pieces are all back is unmapped. Reused pieces hold
+/// whatever their last owner wrote: initialised memory, like a pool's
+/// reused buffers (which are the only callers).
 #[derive(Default)]
 pub(crate) struct Carver {
-    current: Mutex<HashMap<usize, (Arc<Region>, usize)>>,
+    slabs: Mutex<HashMap<usize, Slab>>,
 }
 
 impl Carver {
@@ -172,45 +219,109 @@ impl Carver {
         GLOBAL.get_or_init(Carver::default)
     }
 
-    /// A fresh, zeroed, [`ALIGN`]-aligned piece of `capacity` bytes (a
-    /// multiple of [`ALIGN`], at least [`MIN_BYTES`]). `None` when the size
-    /// does not qualify, too many sizes have regions, or the kernel
-    /// refuses a mapping: the caller allocates elsewhere.
-    pub(crate) fn carve(&self, capacity: usize) -> Option<Piece> {
+    /// An [`ALIGN`]-aligned piece of `capacity` bytes (a multiple of
+    /// [`ALIGN`], at least [`MIN_BYTES`]): fresh zeroed memory or a piece
+    /// given back. `None` when the size does not qualify, too many sizes
+    /// have slabs, or the kernel refuses a mapping: the caller allocates
+    /// elsewhere.
+    pub(crate) fn carve(&'static self, capacity: usize) -> Option<Piece> {
         if capacity < MIN_BYTES || !capacity.is_multiple_of(ALIGN) {
             return None;
         }
         if capacity > HUGE_PAGE / 2 {
-            // One per region: a region of its own, carved whole.
-            let region = Arc::new(Region::map(capacity)?);
+            let region = Region::map(capacity)?;
             return Some(Piece {
                 ptr: region.base,
-                _region: region,
+                home: Home::Own { _region: region },
             });
         }
-        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((region, next)) = current.get_mut(&capacity)
-            && *next + capacity <= region.len
-        {
-            // SAFETY: `next + capacity <= len`: inside the mapping.
-            let ptr = unsafe { region.base.add(*next) };
-            *next += capacity;
-            return Some(Piece {
-                ptr,
-                _region: Arc::clone(region),
-            });
-        }
-        if current.len() >= MAX_SIZES && !current.contains_key(&capacity) {
+        let mut slabs = self.slabs.lock().unwrap_or_else(|p| p.into_inner());
+        if slabs.len() >= MAX_SIZES && !slabs.contains_key(&capacity) {
             return None;
         }
-        // The old region (if any) lives on in the pieces carved from it.
-        let region = Arc::new(Region::map(HUGE_PAGE)?);
-        let piece = Piece {
-            ptr: region.base,
-            _region: Arc::clone(&region),
+        let slab = slabs.entry(capacity).or_insert_with(|| Slab {
+            per_region: HUGE_PAGE / capacity,
+            regions: Vec::new(),
+        });
+        // A piece given back, from the busiest region; else the next
+        // uncarved one; else a new region.
+        let reuse = slab
+            .regions
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.free.is_empty())
+            .max_by_key(|(_, r)| r.live)
+            .map(|(i, _)| i);
+        let (r, index) = match reuse {
+            Some(r) => (r, slab.regions[r].free.pop()?),
+            None => {
+                let r = match slab.regions.iter().position(|r| r.carved < slab.per_region) {
+                    Some(r) => r,
+                    None => {
+                        slab.regions.push(SlabRegion {
+                            region: Region::map(HUGE_PAGE)?,
+                            free: Vec::new(),
+                            carved: 0,
+                            live: 0,
+                        });
+                        slab.regions.len() - 1
+                    }
+                };
+                let region = &mut slab.regions[r];
+                region.carved += 1;
+                (r, region.carved - 1)
+            }
         };
-        current.insert(capacity, (region, capacity));
-        Some(piece)
+        let region = &mut slab.regions[r];
+        region.live += 1;
+        // SAFETY: `index < per_region`, so the piece's `capacity` bytes
+        // lie inside the region's `HUGE_PAGE` bytes.
+        let ptr = unsafe { region.region.base.add(index * capacity) };
+        Some(Piece {
+            ptr,
+            home: Home::Slab {
+                carver: self,
+                size: capacity,
+                base: region.region.base.as_ptr() as usize,
+            },
+        })
+    }
+
+    /// Takes back the piece at `ptr` of size `size` from the region at
+    /// `base`; unmaps the region when it was its last piece out.
+    fn give_back(&self, size: usize, base: usize, ptr: usize) {
+        let mut slabs = self.slabs.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(slab) = slabs.get_mut(&size) else {
+            return;
+        };
+        let Some(r) = slab
+            .regions
+            .iter()
+            .position(|r| r.region.base.as_ptr() as usize == base)
+        else {
+            return;
+        };
+        let region = &mut slab.regions[r];
+        region.live -= 1;
+        if region.live == 0 {
+            // Unmapped on drop, with every piece back.
+            slab.regions.swap_remove(r);
+        } else {
+            region.free.push((ptr - base) / size);
+        }
+    }
+
+    /// Regions mapped for slabs, and pieces out (for tests).
+    #[cfg(test)]
+    fn counts(&self) -> (usize, usize) {
+        let slabs = self.slabs.lock().unwrap();
+        let regions = slabs.values().map(|s| s.regions.len()).sum();
+        let live = slabs
+            .values()
+            .flat_map(|s| &s.regions)
+            .map(|r| r.live)
+            .sum();
+        (regions, live)
     }
 }
 
@@ -233,13 +344,21 @@ mod tests {
         unsafe { std::ptr::write_bytes(p.ptr.as_ptr(), v, len) }
     }
 
+    fn at(p: &Piece) -> usize {
+        p.ptr.as_ptr() as usize
+    }
+
+    fn carver() -> &'static Carver {
+        Box::leak(Box::default())
+    }
+
     #[test]
     fn pieces_are_aligned_zeroed_and_apart() {
-        let carver = Carver::default();
+        let carver = carver();
         let cap = 528 << 10;
         let pieces: Vec<Piece> = (0..7).map(|_| carver.carve(cap).unwrap()).collect();
         for (i, p) in pieces.iter().enumerate() {
-            assert_eq!(p.ptr.as_ptr() as usize % ALIGN, 0);
+            assert_eq!(at(p) % ALIGN, 0);
             assert!(all(p, cap, 0), "piece {i} not zeroed");
             fill(p, cap, i as u8 + 1);
         }
@@ -248,38 +367,61 @@ mod tests {
             assert!(all(p, cap, i as u8 + 1));
         }
         // Three 528 KiB pieces per 2 MiB region, at 2 MiB-aligned starts.
-        let base = |p: &Piece| p.ptr.as_ptr() as usize;
-        assert_eq!(base(&pieces[0]) % HUGE_PAGE, 0);
-        assert_eq!(base(&pieces[1]), base(&pieces[0]) + cap);
-        assert_eq!(base(&pieces[2]), base(&pieces[0]) + 2 * cap);
-        assert_eq!(base(&pieces[3]) % HUGE_PAGE, 0);
-        // Only the current region stays with the carver once all are gone.
-        let first = Arc::downgrade(&pieces[0]._region);
-        let current = Arc::downgrade(&pieces[6]._region);
+        assert_eq!(at(&pieces[0]) % HUGE_PAGE, 0);
+        assert_eq!(at(&pieces[1]), at(&pieces[0]) + cap);
+        assert_eq!(at(&pieces[2]), at(&pieces[0]) + 2 * cap);
+        assert_eq!(at(&pieces[3]) % HUGE_PAGE, 0);
+        assert_eq!(carver.counts(), (3, 7));
+        // Every region is unmapped once its pieces are all back.
         drop(pieces);
-        assert!(
-            first.upgrade().is_none(),
-            "a full region outlived its pieces"
-        );
-        assert!(current.upgrade().is_some());
+        assert_eq!(carver.counts(), (0, 0));
+    }
+
+    #[test]
+    fn pieces_given_back_are_reused_from_the_busiest_region() {
+        let carver = carver();
+        let cap = 512 << 10;
+        // Two regions of four: a, then b.
+        let mut a: Vec<Piece> = (0..4).map(|_| carver.carve(cap).unwrap()).collect();
+        let mut b: Vec<Piece> = (0..4).map(|_| carver.carve(cap).unwrap()).collect();
+        assert_eq!(carver.counts(), (2, 8));
+        // b drains to one piece out, a gives one back.
+        let b_kept = b.remove(0);
+        drop(b);
+        let a_freed = at(&a[1]);
+        a.remove(1);
+        assert_eq!(carver.counts(), (2, 4));
+        // The next piece comes from a (three out), not b (one): b drains.
+        let again = carver.carve(cap).unwrap();
+        assert_eq!(at(&again), a_freed);
+        fill(&again, cap, 9);
+        // Then from b's free pieces; no new region while any is free.
+        let more: Vec<Piece> = (0..3).map(|_| carver.carve(cap).unwrap()).collect();
+        assert_eq!(carver.counts(), (2, 8));
+        let b_base = at(&b_kept) - at(&b_kept) % HUGE_PAGE;
+        assert!(more.iter().all(|p| at(p) - at(p) % HUGE_PAGE == b_base));
+        drop((a, b_kept, again, more));
+        assert_eq!(carver.counts(), (0, 0));
     }
 
     #[test]
     fn sizes_that_do_not_qualify_go_elsewhere() {
-        let carver = Carver::default();
+        let carver = carver();
         assert!(carver.carve(MIN_BYTES - ALIGN).is_none());
         assert!(carver.carve(MIN_BYTES + 1).is_none());
         // Larger than half a region: a region of its own, whole pages.
         let big = carver.carve(HUGE_PAGE + ALIGN).unwrap();
-        assert_eq!(big._region.len, 2 * HUGE_PAGE);
-        assert_eq!(big.ptr.as_ptr() as usize % HUGE_PAGE, 0);
+        assert!(matches!(&big.home, Home::Own { _region } if _region.len == 2 * HUGE_PAGE));
+        assert_eq!(at(&big) % HUGE_PAGE, 0);
         assert!(all(&big, HUGE_PAGE + ALIGN, 0));
-        // A bounded number of sizes with a current region.
-        for i in 0..MAX_SIZES {
-            assert!(carver.carve(MIN_BYTES + i * ALIGN).is_some());
-        }
+        assert_eq!(carver.counts(), (0, 0), "not in a slab");
+        // A bounded number of sizes with slabs.
+        let held: Vec<Piece> = (0..MAX_SIZES)
+            .map(|i| carver.carve(MIN_BYTES + i * ALIGN).unwrap())
+            .collect();
         assert!(carver.carve(MIN_BYTES + MAX_SIZES * ALIGN).is_none());
         assert!(carver.carve(MIN_BYTES).is_some(), "a known size still is");
+        drop(held);
     }
 
     #[test]
