@@ -48,8 +48,10 @@ struct RawAlloc {
     piece: Option<Piece>,
 }
 
-// SAFETY: RawAlloc uniquely owns its allocation (no aliasing pointers are
-// kept anywhere else), so moving it to another thread is sound.
+// SAFETY: RawAlloc uniquely owns its bytes (no aliasing pointers are kept
+// anywhere else; a carved piece's region is shared, but only its address
+// and its slab's bookkeeping, under the carver's lock), so moving it to
+// another thread is sound.
 unsafe impl Send for RawAlloc {}
 // SAFETY: RawAlloc has no interior mutability: through a shared reference
 // nothing can be written, so sharing it between threads is sound.

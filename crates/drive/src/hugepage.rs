@@ -43,9 +43,9 @@ pub(crate) const HUGE_PAGE: usize = 2 << 20;
 /// objects) are few pages, and mostly not handed to `O_DIRECT`.
 pub(crate) const MIN_BYTES: usize = 64 << 10;
 
-/// Most buffer sizes with a current region of their own. Pools use a few
-/// sizes; a process asking for more gets the extra sizes from the global
-/// allocator rather than a map that grows.
+/// Most buffer sizes with a slab. Pools use a few sizes; a process asking
+/// for more gets the extra sizes from the global allocator rather than a
+/// map that grows.
 const MAX_SIZES: usize = 16;
 
 const UNSET: u8 = 0;

@@ -410,9 +410,9 @@ pub(crate) struct Io {
     /// Directory `fsync`s that failed on this drive, by any path. A failed
     /// directory sync reports its error once, to whoever syncs first: a
     /// later sync through another descriptor succeeds although the
-    /// entries the failed write-back carried may be lost. A change counts
-    /// the failures before it starts and is failed if the count moved
-    /// before its own sync came back ([`Io::dir_sync_failures`]).
+    /// entries the failed write-back carried may be lost. A change notes
+    /// the count before it starts and is failed if it moved before the
+    /// change's own sync came back (`Inner::dir_change` in `local/mod.rs`).
     pub(crate) dir_sync_failures: AtomicU64,
 }
 
