@@ -97,6 +97,7 @@ pub struct Metrics {
     group_syncs_seen: Mutex<u64>,
     md5_blocks: Family<Md5Path, Counter>,
     md5_lane_steps: Counter,
+    huge_page_bytes: Gauge,
     md5_seen: Mutex<md5x::HubStats>,
     drives: Family<State, Gauge>,
     drive_online: Family<DriveLabel, Gauge>,
@@ -151,6 +152,7 @@ impl Metrics {
             group_syncs_seen: Mutex::new(0),
             md5_blocks: Family::default(),
             md5_lane_steps: Counter::default(),
+            huge_page_bytes: Gauge::default(),
             md5_seen: Mutex::new(md5x::HubStats::default()),
             drives: Family::default(),
             drive_online: Family::default(),
@@ -228,6 +230,11 @@ impl Metrics {
             "md5_blocks",
             "64-byte blocks of upload bodies hashed for ETags, by the code that hashed them: path=lanes in SIMD lanes beside other uploads' blocks, path=combiner and path=caller on the single-stream code (alone in a combiner's lanes, or without the queue), which costs several times more CPU per byte",
             m.md5_blocks.clone(),
+        );
+        registry.register(
+            "buffer_huge_page_bytes",
+            "Bytes mapped in 2 MiB huge-page regions for shard record buffers (TESSERA_HUGE_PAGES): the buffers out and those the pools keep, plus the free room of regions that still have buffers out",
+            m.huge_page_bytes.clone(),
         );
         registry.register(
             "md5_lane_steps",
@@ -360,6 +367,8 @@ impl Metrics {
             &self.spliced_seen,
             s3_gateway::splice::spliced_bytes_total(),
         );
+        self.huge_page_bytes
+            .set(i64::try_from(drive::huge_page_region_bytes()).unwrap_or(i64::MAX));
         catch_up(
             &self.group_syncs,
             &self.group_syncs_seen,

@@ -150,6 +150,16 @@ async fn health_follows_the_drives_and_metrics_count_requests() {
         "MD5 blocks {md5_blocks} for a body of {} bytes:\n{m}",
         body.len()
     );
+    // The PUT's and GETs' record buffers came from pools, carved from
+    // huge-page regions where the kernel has transparent huge pages.
+    let huge = metric_value(&m, "tessera_buffer_huge_page_bytes")
+        .unwrap_or_else(|| panic!("no huge-page bytes in\n{m}"));
+    if drive::huge_pages() {
+        assert!(huge >= 2 << 20, "{huge} bytes in huge-page regions");
+        assert_eq!(huge % (2 << 20), 0);
+    } else {
+        assert_eq!(huge, 0);
+    }
     // One upload has no one to share lanes with: no lane steps, but the
     // counter is there.
     assert_eq!(

@@ -30,7 +30,7 @@
 
 use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::buf::ALIGN;
@@ -54,6 +54,15 @@ const OFF: u8 = 2;
 
 /// The process-wide switch ([`set_huge_pages`]).
 static SWITCH: AtomicU8 = AtomicU8::new(UNSET);
+
+/// Bytes mapped in regions, all carvers together.
+static MAPPED: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes of the process's memory mapped in huge-page regions for buffers
+/// (in use, or free in a region that still has buffers out).
+pub fn huge_page_region_bytes() -> usize {
+    MAPPED.load(Ordering::Relaxed)
+}
 
 /// Turns carving large buffers from huge-page regions on or off for the
 /// whole process, from the next allocation on (buffers already carved stay
@@ -138,10 +147,12 @@ impl Region {
         unsafe {
             libc::madvise(base as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
         }
-        Some(Region {
+        let region = Region {
             base: NonNull::new(base as *mut u8)?,
             len,
-        })
+        };
+        MAPPED.fetch_add(len, Ordering::Relaxed);
+        Some(region)
     }
 }
 
@@ -153,6 +164,7 @@ impl Drop for Region {
         unsafe {
             libc::munmap(self.base.as_ptr().cast(), self.len);
         }
+        MAPPED.fetch_sub(self.len, Ordering::Relaxed);
     }
 }
 
