@@ -80,7 +80,7 @@ impl Bitrot {
     ///
     /// # Panics
     /// If a record is shorter than [`HASH_LEN`].
-    pub fn seal_many(&self, records: &mut [&mut [u8]]) {
+    pub fn seal_many<R: std::ops::DerefMut<Target = [u8]>>(&self, records: &mut [R]) {
         const CHUNK: usize = 16;
         for group in records.chunks_mut(CHUNK) {
             let mut sums = [[0u8; 32]; CHUNK];

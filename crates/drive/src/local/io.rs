@@ -1170,13 +1170,7 @@ impl Io {
         };
         let _change = self.blocking.ns.change();
         match ring.submit_chain(chain).await {
-            Ok(steps) => {
-                let (written, made) = written(steps, len);
-                if matches!(written, Written::NotSynced(Some(_))) {
-                    self.dir_sync_failed();
-                }
-                (written, made)
-            }
+            Ok(steps) => written(steps, len, |open, sync| self.synced(open, sync)),
             // The ring stopped: whether the tmp file exists is unknown;
             // the caller removes it and reports the error.
             Err(e) => (Written::Failed("io_uring", Some(e), None), false),
@@ -1406,8 +1400,13 @@ pub(crate) enum Written {
 }
 
 /// Reads [`Io::write_small`]'s step results: what the chain got done, and
-/// whether its `mkdir` made the directory.
-fn written(steps: Vec<StepResult>, len: u32) -> (Written, bool) {
+/// whether its `mkdir` made the directory. The directory's sync is read
+/// by `dir_synced` (`Io::synced`, which counts a failed one).
+fn written(
+    steps: Vec<StepResult>,
+    len: u32,
+    dir_synced: impl FnOnce(i32, i32) -> Synced,
+) -> (Written, bool) {
     let mut results: Vec<i32> = steps.iter().map(|(r, _)| *r).collect();
     let mkdir = steps
         .iter()
@@ -1437,7 +1436,7 @@ fn written(steps: Vec<StepResult>, len: u32) -> (Written, bool) {
         Ok(data) if sync < 0 => Written::Failed("fdatasync", Some(err(sync)), data),
         // (A failed close of a synced file only cancelled the rename.)
         Ok(_) if rename < 0 => Written::NotRenamed,
-        Ok(_) => match synced(dir_open, dir_sync) {
+        Ok(_) => match dir_synced(dir_open, dir_sync) {
             Synced::Yes => Written::Done,
             Synced::NotRun => Written::NotSynced(None),
             Synced::Failed(e) => Written::NotSynced(Some(e)),

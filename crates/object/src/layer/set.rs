@@ -843,8 +843,7 @@ impl ErasureSet {
             rs.encode(&d, &mut p)?;
         }
         // The k + m shards hashed side by side, in the SIMD lanes.
-        let mut records: Vec<&mut [u8]> = records.iter_mut().map(|r| &mut r[..]).collect();
-        self.bitrot.seal_many(&mut records);
+        self.bitrot.seal_many(records);
         Ok(())
     }
 
