@@ -360,12 +360,42 @@ pub fn format_compare(c: &CompareResult) -> String {
         }
         s.push('\n');
     }
+    // The spread of the rounds: a median is only as telling as the noise
+    // around it.
+    if let Some((lo, hi)) = range(c.rounds.iter().map(|r| r.ratio)) {
+        s.push_str(&format!("  rounds' ratios: {lo:.2}x-{hi:.2}x ({m})"));
+        if let Some((lo, hi)) = range(c.rounds.iter().map(|r| r.cpu_ratio)) {
+            s.push_str(&format!(", {lo:.2}x-{hi:.2}x per server CPU-second"));
+        }
+        s.push('\n');
+    }
     s
+}
+
+/// The smallest and the largest of the values there are.
+fn range(values: impl IntoIterator<Item = Option<f64>>) -> Option<(f64, f64)> {
+    values.into_iter().flatten().fold(None, |acc, v| {
+        Some(match acc {
+            None => (v, v),
+            Some((lo, hi)) => (lo.min(v), hi.max(v)),
+        })
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::a_goes_first;
+    use super::{a_goes_first, range};
+
+    #[test]
+    fn the_rounds_spread_is_their_smallest_and_largest_ratio() {
+        assert_eq!(
+            range([Some(1.9), None, Some(2.3), Some(1.7)]),
+            Some((1.7, 2.3))
+        );
+        assert_eq!(range([Some(1.0)]), Some((1.0, 1.0)));
+        assert_eq!(range([None, None]), None);
+        assert_eq!(range(std::iter::empty()), None);
+    }
 
     #[test]
     fn each_side_goes_first_in_every_other_round() {

@@ -187,6 +187,10 @@ fn every_operation_and_compare_against_tessera() {
         "{stdout}"
     );
     assert!(stdout.contains("median ratio one / two"), "{stdout}");
+    assert!(
+        stdout.contains("rounds' ratios: ") && stdout.contains("x per server CPU-second\n"),
+        "{stdout}"
+    );
     let v = json(&cmp);
     assert_eq!(v["rounds"].as_array().unwrap().len(), 2);
     assert_eq!(v["a"]["errors"], 0);
