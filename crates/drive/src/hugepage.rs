@@ -437,6 +437,60 @@ mod tests {
     }
 
     #[test]
+    fn threads_carving_and_giving_back_never_share_a_byte() {
+        let carver = carver();
+        let sizes = [MIN_BYTES, 516 << 10, HUGE_PAGE / 2];
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    // xorshift64: the test's own choices, per thread.
+                    let mut x = 0x9e37_79b9_7f4a_7c15 ^ (t + 1);
+                    let mut next = move || {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x
+                    };
+                    let mut held: Vec<(Piece, usize, u8)> = Vec::new();
+                    for i in 0..3000u64 {
+                        let r = next();
+                        if held.len() < 6 && (r % 3 != 0 || held.is_empty()) {
+                            let cap = sizes[(r >> 8) as usize % sizes.len()];
+                            let p = carver.carve(cap).unwrap();
+                            assert_eq!(at(&p) % ALIGN, 0);
+                            for (q, qcap, _) in &held {
+                                let apart = at(&p) + cap <= at(q) || at(q) + qcap <= at(&p);
+                                assert!(apart, "thread {t}: two pieces out overlap");
+                            }
+                            // A value of this thread's own: a piece that
+                            // aliased another thread's would be overwritten.
+                            let v = (t as u8) * 61 + (i % 60) as u8 + 1;
+                            fill(&p, cap, v);
+                            held.push((p, cap, v));
+                        } else {
+                            let (p, cap, v) = held.swap_remove((r >> 16) as usize % held.len());
+                            assert!(
+                                all(&p, cap, v),
+                                "thread {t}: a piece was written by another"
+                            );
+                        }
+                    }
+                    for (p, cap, v) in held {
+                        assert!(
+                            all(&p, cap, v),
+                            "thread {t}: a piece was written by another"
+                        );
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(carver.counts(), (0, 0), "every region unmapped at the end");
+    }
+
+    #[test]
     fn the_kernel_setting_is_read_from_its_brackets() {
         assert!(thp_mode_allows_madvise("always [madvise] never\n"));
         assert!(thp_mode_allows_madvise("[always] madvise never\n"));
