@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::buf::AlignedBuf;
 use crate::drive::{
     BoxFuture, DirEntryName, DiskInfo, Drive, DriveState, FileInfo, HealthReport, IoMode,
-    ShardReader, ShardWriter, VolumeInfo,
+    ShardFile, ShardReader, ShardWriter, VolumeInfo,
 };
 use crate::error::{DriveError, Result};
 use crate::format::TMP_VOLUME;
@@ -379,6 +379,22 @@ impl<D: Drive + ?Sized + 'static> Drive for DeadlineDrive<D> {
         Box::pin(self.guard(self.inner.read_file_at(volume, path, offset, len, buf)))
     }
 
+    fn open_shard_file<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<dyn ShardFile>>>> {
+        Box::pin(async move {
+            let file = self.guard(self.inner.open_shard_file(volume, path)).await?;
+            Ok(file.map(|inner| {
+                Arc::new(DeadlineFile {
+                    inner,
+                    shared: Arc::clone(&self.shared),
+                }) as Arc<dyn ShardFile>
+            }))
+        })
+    }
+
     fn open_reader<'a>(
         &'a self,
         volume: &'a str,
@@ -473,6 +489,23 @@ impl ShardWriter for DeadlineWriter {
 
     fn io_mode(&self) -> Result<IoMode> {
         self.inner.io_mode()
+    }
+}
+
+/// An open file whose every read is bounded by the drive's deadline.
+struct DeadlineFile {
+    inner: Arc<dyn ShardFile>,
+    shared: Arc<Shared>,
+}
+
+impl ShardFile for DeadlineFile {
+    fn read_at(
+        &self,
+        offset: u64,
+        len: usize,
+        buf: AlignedBuf,
+    ) -> BoxFuture<'_, Result<(AlignedBuf, usize)>> {
+        Box::pin(self.shared.guard(self.inner.read_at(offset, len, buf)))
     }
 }
 

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use uuid::Uuid;
@@ -178,6 +179,24 @@ pub trait ShardReader: Send {
     fn io_mode(&self) -> Result<IoMode>;
 }
 
+/// A file opened for reading at any offset, so that a caller reading many
+/// ranges of it (a GET reading a shard file record by record) opens it once:
+/// fewer system calls, and reads that follow each other through one
+/// descriptor, which lets the kernel's readahead fill the page cache with
+/// large folios (cheaper to read again than the small ones separate
+/// descriptors leave; docs/benchmarks.md).
+pub trait ShardFile: Send + Sync {
+    /// As [`Drive::read_file_at`] on the open file: up to `len` bytes at
+    /// `offset` into `buf` (capacity at least `len`), fewer only at end of
+    /// file.
+    fn read_at(
+        &self,
+        offset: u64,
+        len: usize,
+        buf: AlignedBuf,
+    ) -> BoxFuture<'_, Result<(AlignedBuf, usize)>>;
+}
+
 /// One drive, as the erasure object layer sees it.
 ///
 /// Volumes are directories under the drive root (buckets, and MinIO's
@@ -270,6 +289,17 @@ pub trait Drive: Send + Sync + fmt::Debug {
             let (buf, n) = self.read_file_at(volume, path, offset, len, buf).await?;
             Ok((buf, n, None))
         })
+    }
+    /// Opens a file for [`ShardFile::read_at`]s, or `None` where the drive
+    /// reads by path only (the default): the caller then uses
+    /// [`read_file_at`](Drive::read_file_at). Fails as `read_file_at` would
+    /// for a missing file or volume.
+    fn open_shard_file<'a>(
+        &'a self,
+        _volume: &'a str,
+        _path: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<dyn ShardFile>>>> {
+        Box::pin(async { Ok(None) })
     }
     /// Opens a sequential reader over `offset..offset + len` (`len` `None`:
     /// to the end). Fails with `OutOfRange` if the range passes the end of

@@ -150,7 +150,7 @@ pub use buf::{ALIGN, AlignedBuf, BufferPool, MAX_BUF_BYTES, align_up};
 pub use deadline::{DeadlineConfig, DeadlineDrive};
 pub use drive::{
     BackendKind, BoxFuture, DirEntryName, DiskInfo, Drive, DriveState, FileInfo, HealthReport,
-    IoMode, ShardReader, ShardWriter, VolumeInfo,
+    IoMode, ShardFile, ShardReader, ShardWriter, VolumeInfo,
 };
 pub use error::{DriveError, Result};
 pub use format::{

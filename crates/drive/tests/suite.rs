@@ -183,6 +183,7 @@ suite!(
     stat_and_health,
     read_errors,
     piped_reads,
+    shard_files,
 );
 
 async fn volumes(kind: Kind) {
@@ -1723,4 +1724,66 @@ async fn piped_reads(kind: Kind) {
         .unwrap();
     assert_eq!((n, &buf[..]), (4096, &data[77..77 + 4096]));
     assert!(pipe.is_none(), "a pipe with piped reads off by default");
+}
+
+async fn shard_files(kind: Kind) {
+    let env = open(kind).await;
+    let d = &env.drive;
+    d.make_volume("b").await.unwrap();
+    let data = pattern(37, (1 << 20) + 4321);
+    stream_write(d, "b", "f", &data, &[1 << 20]).await;
+    let wrapped = DeadlineDrive::new(Arc::new(env.drive.clone()), DeadlineConfig::default());
+    let ranges = [
+        (524_320usize + 9, 524_320usize),
+        (0, 4096),
+        (77, 1000),
+        (data.len() - 100, 1000),
+    ];
+    for (name, drive) in [("local", d as &dyn Drive), ("deadline", &wrapped)] {
+        let file = drive
+            .open_shard_file("b", "f")
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{name}: the local drive opens shard files"));
+        // Twice: from the disk (written past the page cache where O_DIRECT
+        // works), then from the cache the first pass filled.
+        for pass in 0..2 {
+            for (off, len) in ranges {
+                let buf = AlignedBuf::with_capacity(len).unwrap();
+                let (buf, n) = file.read_at(off as u64, len, buf).await.unwrap();
+                let end = (off + len).min(data.len());
+                assert_eq!(
+                    (n, &buf[..]),
+                    (end - off, &data[off..end]),
+                    "{name} pass {pass} {off}+{len}"
+                );
+            }
+        }
+        let buf = AlignedBuf::with_capacity(4096).unwrap();
+        assert_eq!(file.read_at(10, 0, buf).await.unwrap().1, 0);
+        let buf = AlignedBuf::with_capacity(4096).unwrap();
+        assert!(matches!(
+            file.read_at(0, 8192, buf).await,
+            Err(DriveError::InvalidArgument(_))
+        ));
+        // Errors at the open are the usual read's.
+        assert!(matches!(
+            drive.open_shard_file("b", "missing").await,
+            Err(DriveError::FileNotFound)
+        ));
+        assert!(matches!(
+            drive.open_shard_file("nope", "f").await,
+            Err(DriveError::VolumeNotFound)
+        ));
+        assert!(matches!(
+            drive.open_shard_file("b", "../f").await,
+            Err(DriveError::InvalidPath(_))
+        ));
+    }
+    // An open file stays readable after its name is gone.
+    let file = d.open_shard_file("b", "f").await.unwrap().unwrap();
+    d.delete("b", "f", false).await.unwrap();
+    let buf = AlignedBuf::with_capacity(1000).unwrap();
+    let (buf, n) = file.read_at(77, 1000, buf).await.unwrap();
+    assert_eq!((n, &buf[..]), (1000, &data[77..1077]));
 }

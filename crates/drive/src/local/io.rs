@@ -514,10 +514,36 @@ impl Io {
         }
     }
 
+    /// `len(dst)` bytes of the open file `fd` at `offset` into `dst` if the
+    /// page cache holds them all (`RWF_NOWAIT`), without waiting for the
+    /// disk; `None` otherwise, or when cached reads are off.
+    pub(crate) fn read_cached_fd(
+        &self,
+        fd: BorrowedFd<'_>,
+        offset: u64,
+        dst: &mut [u8],
+    ) -> Option<usize> {
+        if !self.cached_reads.load(Ordering::Relaxed) {
+            return None;
+        }
+        match pread_cached(fd, dst, offset) {
+            Ok(got) => Some(got),
+            Err(e) => {
+                if unsupported(e)
+                    && rustix::fs::fstat(fd)
+                        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file())
+                {
+                    self.cached_reads.store(false, Ordering::Relaxed);
+                }
+                None
+            }
+        }
+    }
+
     /// Opens `rel` for reading if its name is cached (`RESOLVE_CACHED`),
     /// without waiting for the disk; `None` otherwise, or when cached reads
     /// are off (and turns them off for a kernel without `RESOLVE_CACHED`).
-    fn open_cached(&self, rel: &str) -> Option<OwnedFd> {
+    pub(crate) fn open_cached(&self, rel: &str) -> Option<OwnedFd> {
         use rustix::fs::ResolveFlags;
         if !self.cached_reads.load(Ordering::Relaxed) {
             return None;

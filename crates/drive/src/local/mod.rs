@@ -33,7 +33,7 @@ use self::uring::Uring;
 use crate::buf::{ALIGN, AlignedBuf, BufferPool, align_up};
 use crate::drive::{
     BackendKind, BoxFuture, DirEntryName, DiskInfo, Drive, DriveState, FileInfo, HealthReport,
-    IoMode, ShardReader, ShardWriter, VolumeInfo,
+    IoMode, ShardFile, ShardReader, ShardWriter, VolumeInfo,
 };
 use crate::error::{Ctx, DriveError, Result, map_io};
 use crate::format::{META_VOLUME, SPREAD_DIRS, SPREAD_VOLUME, TMP_VOLUME, TRASH_VOLUME};
@@ -1265,6 +1265,39 @@ impl Inner {
         Ok((buf, n, None))
     }
 
+    /// Opens `volume/path` for [`ShardFile`] reads: by name from the
+    /// dentry cache when it can (no trip to the ring), else through the
+    /// backend. `None` where shard data is read with `O_DIRECT`
+    /// (`direct_read_at`): those reads go by path, aligned.
+    async fn open_shard_file(
+        self: &Arc<Self>,
+        volume: &str,
+        path: &str,
+    ) -> Result<Option<Arc<dyn ShardFile>>> {
+        let rel = path::join(volume, path)?;
+        if self.want_direct() && self.cfg.direct_read_at {
+            return Ok(None);
+        }
+        let fd = match self.io.open_cached(&rel) {
+            Some(fd) => Fd {
+                fd: Arc::new(fd),
+                direct: false,
+            },
+            None => match self.open_data(&rel, OpenKind::Read, false).await {
+                Ok(fd) => fd,
+                Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
+                    return Err(self.not_found(volume).await);
+                }
+                Err(e) if errno(&e) == libc::EISDIR => return Err(DriveError::IsDirectory),
+                Err(e) => return Err(self.map("openat", Ctx::Read, e)),
+            },
+        };
+        Ok(Some(Arc::new(LocalShardFile {
+            inner: Arc::clone(self),
+            fd,
+        })))
+    }
+
     async fn open_reader(
         self: &Arc<Self>,
         volume: &str,
@@ -1822,6 +1855,14 @@ impl Drive for LocalDrive {
         }))
     }
 
+    fn open_shard_file<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<dyn ShardFile>>>> {
+        Box::pin(self.tracked(self.inner.open_shard_file(volume, path)))
+    }
+
     fn open_reader<'a>(
         &'a self,
         volume: &'a str,
@@ -2350,6 +2391,66 @@ impl LocalReader {
         self.pos += n as u64;
         self.poisoned = false;
         Ok(buf)
+    }
+}
+
+/// A shard file open for reads at any offset ([`Drive::open_shard_file`]).
+struct LocalShardFile {
+    inner: Arc<Inner>,
+    fd: Fd,
+}
+
+impl LocalShardFile {
+    async fn read_impl(
+        &self,
+        offset: u64,
+        len: usize,
+        mut buf: AlignedBuf,
+    ) -> Result<(AlignedBuf, usize)> {
+        if len > buf.capacity() {
+            return Err(DriveError::InvalidArgument(format!(
+                "read of {len} bytes into a buffer of {} bytes",
+                buf.capacity()
+            )));
+        }
+        offset
+            .checked_add(len as u64)
+            .ok_or_else(|| DriveError::InvalidArgument("offset + len overflows".into()))?;
+        if len == 0 {
+            buf.clear();
+            return Ok((buf, 0));
+        }
+        let cached = self.inner.io.read_cached_fd(
+            std::os::fd::AsFd::as_fd(&*self.fd.fd),
+            offset,
+            &mut buf.capacity_mut()[..len],
+        );
+        if let Some(n) = cached {
+            buf.set_len(n);
+            return Ok((buf, n));
+        }
+        let (back, got) = self
+            .inner
+            .read_full(&self.fd, IoBuf::Aligned(buf), 0, len, offset)
+            .await?;
+        let mut buf = back.into_aligned().ok_or(DriveError::BackendStopped)?;
+        buf.set_len(got);
+        Ok((buf, got))
+    }
+}
+
+impl ShardFile for LocalShardFile {
+    fn read_at(
+        &self,
+        offset: u64,
+        len: usize,
+        buf: AlignedBuf,
+    ) -> BoxFuture<'_, Result<(AlignedBuf, usize)>> {
+        Box::pin(async move {
+            let result = self.read_impl(offset, len, buf).await;
+            self.inner.health.record(&result);
+            result
+        })
     }
 }
 

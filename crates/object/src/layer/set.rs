@@ -24,10 +24,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bitrot::{Bitrot, HASH_LEN};
 use bytes::Bytes;
 use drive::format::{META_VOLUME, TMP_VOLUME};
-use drive::{ALIGN, AlignedBuf, BufferPool, Drive, DriveError, align_up};
+use drive::{ALIGN, AlignedBuf, BufferPool, Drive, DriveError, ShardFile, align_up};
 use ec_simd::ReedSolomon;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{OnceCell, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use uuid::Uuid;
 
@@ -1138,6 +1138,9 @@ impl ErasureSet {
                     let blk_len = (psize - blk_start).min(block_size) as usize;
                     (blk_start, blk_len, blk_len.div_ceil(k))
                 };
+                // Each drive's shard file of the part is opened once, at its
+                // first record, and read through that descriptor from then on.
+                let files: ShardFiles = (0..n).map(|_| OnceCell::new()).collect();
                 let src = FetchSource {
                     bucket,
                     path: &path,
@@ -1145,6 +1148,7 @@ impl ErasureSet {
                     holder: &holder,
                     pool: pool.as_ref(),
                     piped: sink.wants_pipes(),
+                    files: &files,
                 };
                 // Shard reads of the next blocks are in flight while the
                 // current one is verified and sent, once a read had to wait
@@ -1211,6 +1215,7 @@ impl ErasureSet {
             let drive = self.drives[d].clone();
             let (bucket, path) = (src.bucket.to_owned(), Arc::clone(src.path));
             let (frame, pool, piped) = (*src.frame, src.pool.cloned(), src.piped);
+            let files = Arc::clone(src.files);
             let task = tokio::spawn(async move {
                 let rec = Record {
                     frame: &frame,
@@ -1218,7 +1223,7 @@ impl ErasureSet {
                     sl,
                     piped,
                 };
-                read_record(&*drive, &bucket, &path, rec, pool.as_ref()).await
+                read_record(&*drive, &bucket, &path, rec, pool.as_ref(), &files[d]).await
             });
             reads.push((s, d, task));
         }
@@ -2204,6 +2209,10 @@ impl std::fmt::Debug for ReadPools {
     }
 }
 
+/// Per drive of the set, its shard file of a part once opened for reads
+/// ([`Drive::open_shard_file`]; `None` inside: the drive reads by path).
+type ShardFiles = Arc<[OnceCell<Option<Arc<dyn ShardFile>>>]>;
+
 /// What the shard reads of one part share.
 struct FetchSource<'a> {
     bucket: &'a str,
@@ -2213,6 +2222,8 @@ struct FetchSource<'a> {
     pool: Option<&'a BufferPool>,
     /// Whether records read from the page cache come with a pipe.
     piped: bool,
+    /// The shard files opened so far.
+    files: &'a ShardFiles,
 }
 
 /// A shard read in flight: the shard data (not yet verified) and whether
@@ -2262,13 +2273,16 @@ struct Record<'a> {
 /// whether the read was complete when first polled (served by the page
 /// cache on this thread). A piped read starts at the record itself, and
 /// when the page cache served it, the chunk carries a pipe holding the
-/// same shard data.
+/// same shard data. Other reads go through `file`, the drive's shard file
+/// opened at the part's first read from it, where the drive opens files
+/// ([`Drive::open_shard_file`]), else by path.
 async fn read_record(
     drive: &dyn Drive,
     bucket: &str,
     path: &str,
     rec: Record<'_>,
     pool: Option<&BufferPool>,
+    file: &OnceCell<Option<Arc<dyn ShardFile>>>,
 ) -> std::result::Result<(Chunk, bool), String> {
     let Record {
         frame,
@@ -2281,24 +2295,49 @@ async fn read_record(
         .record_offset(b)
         .ok_or_else(|| format!("block {b} is past the shard file's end"))?;
     let rec_len = HASH_LEN + sl;
-    let (skip, span) = if piped {
-        (0, rec_len)
-    } else {
-        let skip = (rec_off % ALIGN as u64) as usize;
-        (skip, align_up(skip + rec_len))
+    let read = async {
+        // The drive's shard file, opened at its first record (piped reads
+        // go by path).
+        let opened = if piped {
+            None
+        } else {
+            file.get_or_try_init(|| drive.open_shard_file(bucket, path))
+                .await
+                .map_err(|e| e.to_string())?
+                .clone()
+        };
+        // Reads through the open file (buffered) and piped reads start at
+        // the record itself, so that each record's read begins where the
+        // last one ended and the kernel's readahead sees the file read in
+        // order; reads by path start on an ALIGN boundary, for O_DIRECT.
+        let (skip, span) = if piped || opened.is_some() {
+            (0, rec_len)
+        } else {
+            let skip = (rec_off % ALIGN as u64) as usize;
+            (skip, align_up(skip + rec_len))
+        };
+        let buf = match pool.and_then(BufferPool::try_get) {
+            Some(Ok(buf)) if buf.capacity() >= span => buf,
+            _ => AlignedBuf::with_capacity(span).map_err(|e| e.to_string())?,
+        };
+        let at = rec_off - skip as u64;
+        let read = if piped {
+            drive.read_file_at_piped(bucket, path, at, span, buf).await
+        } else if let Some(f) = opened {
+            f.read_at(at, span, buf)
+                .await
+                .map(|(buf, got)| (buf, got, None))
+        } else {
+            drive
+                .read_file_at(bucket, path, at, span, buf)
+                .await
+                .map(|(buf, got)| (buf, got, None))
+        };
+        read.map(|(buf, got, pipe)| (buf, got, pipe, skip))
+            .map_err(|e| e.to_string())
     };
-    let buf = match pool.and_then(BufferPool::try_get) {
-        Some(Ok(buf)) if buf.capacity() >= span => buf,
-        _ => AlignedBuf::with_capacity(span).map_err(|e| e.to_string())?,
-    };
-    let at = rec_off - skip as u64;
-    let (read, at_once) = if piped {
-        ready_at_once(drive.read_file_at_piped(bucket, path, at, span, buf)).await
-    } else {
-        let (read, at_once) = ready_at_once(drive.read_file_at(bucket, path, at, span, buf)).await;
-        (read.map(|(buf, got)| (buf, got, None)), at_once)
-    };
-    let (buf, got, pipe) = read.map_err(|e| e.to_string())?;
+    let (read, at_once) = ready_at_once(read).await;
+    let (buf, got, pipe, skip) = read?;
     if got < skip + rec_len {
         return Err(format!(
             "short shard file: {} bytes at {rec_off}, expected {rec_len}",
