@@ -180,11 +180,9 @@ pub trait ShardReader: Send {
 }
 
 /// A file opened for reading at any offset, so that a caller reading many
-/// ranges of it (a GET reading a shard file record by record) opens it once:
-/// fewer system calls, and reads that follow each other through one
-/// descriptor, which lets the kernel's readahead fill the page cache with
-/// large folios (cheaper to read again than the small ones separate
-/// descriptors leave; docs/benchmarks.md).
+/// ranges of it (a GET reading a shard file record by record) opens it once
+/// instead of once per range, and reads it through one descriptor (whose
+/// readahead state then sees the reads in order).
 pub trait ShardFile: Send + Sync {
     /// As [`Drive::read_file_at`] on the open file: up to `len` bytes at
     /// `offset` into `buf` (capacity at least `len`), fewer only at end of
