@@ -1210,15 +1210,7 @@ impl Inner {
         piped: bool,
     ) -> Result<(AlignedBuf, usize, Option<Pipe>)> {
         let rel = path::join(volume, path)?;
-        if len > buf.capacity() {
-            return Err(DriveError::InvalidArgument(format!(
-                "read of {len} bytes into a buffer of {} bytes",
-                buf.capacity()
-            )));
-        }
-        offset
-            .checked_add(len as u64)
-            .ok_or_else(|| DriveError::InvalidArgument("offset + len overflows".into()))?;
+        check_range(offset, len, &buf)?;
         let skip = (offset % ALIGN as u64) as usize;
         let span = align_up(skip + len);
         // O_DIRECT needs the aligned span around the range to fit the buffer.
@@ -2394,6 +2386,21 @@ impl LocalReader {
     }
 }
 
+/// Refuses a positioned read of `len` bytes at `offset` into `buf` that
+/// `buf` cannot hold or whose end overflows.
+fn check_range(offset: u64, len: usize, buf: &AlignedBuf) -> Result<()> {
+    if len > buf.capacity() {
+        return Err(DriveError::InvalidArgument(format!(
+            "read of {len} bytes into a buffer of {} bytes",
+            buf.capacity()
+        )));
+    }
+    offset
+        .checked_add(len as u64)
+        .ok_or_else(|| DriveError::InvalidArgument("offset + len overflows".into()))?;
+    Ok(())
+}
+
 /// A shard file open for reads at any offset ([`Drive::open_shard_file`]).
 struct LocalShardFile {
     inner: Arc<Inner>,
@@ -2407,15 +2414,7 @@ impl LocalShardFile {
         len: usize,
         mut buf: AlignedBuf,
     ) -> Result<(AlignedBuf, usize)> {
-        if len > buf.capacity() {
-            return Err(DriveError::InvalidArgument(format!(
-                "read of {len} bytes into a buffer of {} bytes",
-                buf.capacity()
-            )));
-        }
-        offset
-            .checked_add(len as u64)
-            .ok_or_else(|| DriveError::InvalidArgument("offset + len overflows".into()))?;
+        check_range(offset, len, &buf)?;
         if len == 0 {
             buf.clear();
             return Ok((buf, 0));
