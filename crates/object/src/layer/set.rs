@@ -1138,8 +1138,9 @@ impl ErasureSet {
                     let blk_len = (psize - blk_start).min(block_size) as usize;
                     (blk_start, blk_len, blk_len.div_ceil(k))
                 };
-                // Each drive's shard file of the part is opened once, at its
-                // first record, and read through that descriptor from then on.
+                // Each drive's shard file of the part is opened at the first
+                // record read from it, and read through that descriptor from
+                // then on.
                 let files: ShardFiles = (0..n).map(|_| OnceCell::new()).collect();
                 let src = FetchSource {
                     bucket,
@@ -2307,9 +2308,9 @@ async fn read_record(
                 .clone()
         };
         // Reads through the open file (buffered) and piped reads start at
-        // the record itself, so that each record's read begins where the
-        // last one ended and the kernel's readahead sees the file read in
-        // order; reads by path start on an ALIGN boundary, for O_DIRECT.
+        // the record itself (each record's read begins where the last one
+        // ended, and no page is read twice); reads by path start on an
+        // ALIGN boundary, for O_DIRECT.
         let (skip, span) = if piped || opened.is_some() {
             (0, rec_len)
         } else {
