@@ -500,18 +500,8 @@ impl Io {
         {
             return Some((n, Some(pipe)));
         }
-        match pread_cached(fd.as_fd(), dst, offset) {
-            Ok(got) => Some((got, None)),
-            Err(e) => {
-                if unsupported(e)
-                    && rustix::fs::fstat(&fd)
-                        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file())
-                {
-                    self.cached_reads.store(false, Ordering::Relaxed);
-                }
-                None
-            }
-        }
+        self.read_cached_fd(fd.as_fd(), offset, dst)
+            .map(|n| (n, None))
     }
 
     /// `len(dst)` bytes of the open file `fd` at `offset` into `dst` if the

@@ -15,6 +15,7 @@ mod walk;
 use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::fmt;
 use std::io as stdio;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -1226,35 +1227,53 @@ impl Inner {
             buf.set_len(n);
             return Ok((buf, n, pipe));
         }
-        let fd = match self.open_data(&rel, OpenKind::Read, direct).await {
-            Ok(fd) => fd,
-            Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
-                return Err(self.not_found(volume).await);
-            }
-            Err(e) if errno(&e) == libc::EISDIR => return Err(DriveError::IsDirectory),
-            Err(e) => return Err(self.map("openat", Ctx::Read, e)),
-        };
+        let fd = self.open_read(&rel, volume, direct).await?;
         if len == 0 {
             buf.clear();
             return Ok((buf, 0, None));
         }
-        let n = if fd.direct {
-            let (back, got) = self
-                .read_full(&fd, IoBuf::Aligned(buf), 0, span, offset - skip as u64)
-                .await?;
-            buf = back.into_aligned().ok_or(DriveError::BackendStopped)?;
-            let n = got.saturating_sub(skip).min(len);
-            buf.capacity_mut().copy_within(skip..skip + n, 0);
-            n
-        } else {
-            let (back, got) = self
-                .read_full(&fd, IoBuf::Aligned(buf), 0, len, offset)
-                .await?;
-            buf = back.into_aligned().ok_or(DriveError::BackendStopped)?;
-            got
-        };
+        if !fd.direct {
+            let (buf, n) = self.read_buffered(&fd, buf, len, offset).await?;
+            return Ok((buf, n, None));
+        }
+        let (back, got) = self
+            .read_full(&fd, IoBuf::Aligned(buf), 0, span, offset - skip as u64)
+            .await?;
+        buf = back.into_aligned().ok_or(DriveError::BackendStopped)?;
+        let n = got.saturating_sub(skip).min(len);
+        buf.capacity_mut().copy_within(skip..skip + n, 0);
         buf.set_len(n);
         Ok((buf, n, None))
+    }
+
+    /// Opens `rel` (in `volume`) to read it, with `O_DIRECT` if `direct`;
+    /// a missing file or volume, or a directory, as the drive's errors.
+    async fn open_read(&self, rel: &str, volume: &str, direct: bool) -> Result<Fd> {
+        match self.open_data(rel, OpenKind::Read, direct).await {
+            Ok(fd) => Ok(fd),
+            Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
+                Err(self.not_found(volume).await)
+            }
+            Err(e) if errno(&e) == libc::EISDIR => Err(DriveError::IsDirectory),
+            Err(e) => Err(self.map("openat", Ctx::Read, e)),
+        }
+    }
+
+    /// `len` bytes at `offset` of the buffered file `fd` into `buf` (fewer
+    /// only at end of file), through the backend.
+    async fn read_buffered(
+        &self,
+        fd: &Fd,
+        buf: AlignedBuf,
+        len: usize,
+        offset: u64,
+    ) -> Result<(AlignedBuf, usize)> {
+        let (back, got) = self
+            .read_full(fd, IoBuf::Aligned(buf), 0, len, offset)
+            .await?;
+        let mut buf = back.into_aligned().ok_or(DriveError::BackendStopped)?;
+        buf.set_len(got);
+        Ok((buf, got))
     }
 
     /// Opens `volume/path` for [`ShardFile`] reads: by name from the
@@ -1275,14 +1294,7 @@ impl Inner {
                 fd: Arc::new(fd),
                 direct: false,
             },
-            None => match self.open_data(&rel, OpenKind::Read, false).await {
-                Ok(fd) => fd,
-                Err(e) if matches!(errno(&e), libc::ENOENT | libc::ENOTDIR) => {
-                    return Err(self.not_found(volume).await);
-                }
-                Err(e) if errno(&e) == libc::EISDIR => return Err(DriveError::IsDirectory),
-                Err(e) => return Err(self.map("openat", Ctx::Read, e)),
-            },
+            None => self.open_read(&rel, volume, false).await?,
         };
         Ok(Some(Arc::new(LocalShardFile {
             inner: Arc::clone(self),
@@ -2420,7 +2432,7 @@ impl LocalShardFile {
             return Ok((buf, 0));
         }
         let cached = self.inner.io.read_cached_fd(
-            std::os::fd::AsFd::as_fd(&*self.fd.fd),
+            self.fd.fd.as_fd(),
             offset,
             &mut buf.capacity_mut()[..len],
         );
@@ -2428,13 +2440,7 @@ impl LocalShardFile {
             buf.set_len(n);
             return Ok((buf, n));
         }
-        let (back, got) = self
-            .inner
-            .read_full(&self.fd, IoBuf::Aligned(buf), 0, len, offset)
-            .await?;
-        let mut buf = back.into_aligned().ok_or(DriveError::BackendStopped)?;
-        buf.set_len(got);
-        Ok((buf, got))
+        self.inner.read_buffered(&self.fd, buf, len, offset).await
     }
 }
 

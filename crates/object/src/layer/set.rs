@@ -1140,8 +1140,9 @@ impl ErasureSet {
                 };
                 // Each drive's shard file of the part is opened at the first
                 // record read from it, and read through that descriptor from
-                // then on.
-                let files: ShardFiles = (0..n).map(|_| OnceCell::new()).collect();
+                // then on (an inline object has no shard files).
+                let files: Option<ShardFiles> =
+                    (!inline).then(|| (0..n).map(|_| OnceCell::new()).collect());
                 let src = FetchSource {
                     bucket,
                     path: &path,
@@ -1149,7 +1150,7 @@ impl ErasureSet {
                     holder: &holder,
                     pool: pool.as_ref(),
                     piped: sink.wants_pipes(),
-                    files: &files,
+                    files: files.as_ref(),
                 };
                 // Shard reads of the next blocks are in flight while the
                 // current one is verified and sent, once a read had to wait
@@ -1216,7 +1217,7 @@ impl ErasureSet {
             let drive = self.drives[d].clone();
             let (bucket, path) = (src.bucket.to_owned(), Arc::clone(src.path));
             let (frame, pool, piped) = (*src.frame, src.pool.cloned(), src.piped);
-            let files = Arc::clone(src.files);
+            let files = src.files.map(Arc::clone);
             let task = tokio::spawn(async move {
                 let rec = Record {
                     frame: &frame,
@@ -1224,7 +1225,8 @@ impl ErasureSet {
                     sl,
                     piped,
                 };
-                read_record(&*drive, &bucket, &path, rec, pool.as_ref(), &files[d]).await
+                let file = files.as_ref().map(|f| &f[d]);
+                read_record(&*drive, &bucket, &path, rec, pool.as_ref(), file).await
             });
             reads.push((s, d, task));
         }
@@ -2223,8 +2225,8 @@ struct FetchSource<'a> {
     pool: Option<&'a BufferPool>,
     /// Whether records read from the page cache come with a pipe.
     piped: bool,
-    /// The shard files opened so far.
-    files: &'a ShardFiles,
+    /// The shard files opened so far (`None` for an inline object).
+    files: Option<&'a ShardFiles>,
 }
 
 /// A shard read in flight: the shard data (not yet verified) and whether
@@ -2275,15 +2277,15 @@ struct Record<'a> {
 /// cache on this thread). A piped read starts at the record itself, and
 /// when the page cache served it, the chunk carries a pipe holding the
 /// same shard data. Other reads go through `file`, the drive's shard file
-/// opened at the part's first read from it, where the drive opens files
-/// ([`Drive::open_shard_file`]), else by path.
+/// opened at the part's first read from it, where there is one and the
+/// drive opens files ([`Drive::open_shard_file`]), else by path.
 async fn read_record(
     drive: &dyn Drive,
     bucket: &str,
     path: &str,
     rec: Record<'_>,
     pool: Option<&BufferPool>,
-    file: &OnceCell<Option<Arc<dyn ShardFile>>>,
+    file: Option<&OnceCell<Option<Arc<dyn ShardFile>>>>,
 ) -> std::result::Result<(Chunk, bool), String> {
     let Record {
         frame,
@@ -2299,13 +2301,13 @@ async fn read_record(
     let read = async {
         // The drive's shard file, opened at its first record (piped reads
         // go by path).
-        let opened = if piped {
-            None
-        } else {
-            file.get_or_try_init(|| drive.open_shard_file(bucket, path))
+        let opened = match file {
+            Some(cell) if !piped => cell
+                .get_or_try_init(|| drive.open_shard_file(bucket, path))
                 .await
                 .map_err(|e| e.to_string())?
-                .clone()
+                .clone(),
+            _ => None,
         };
         // Reads through the open file (buffered) and piped reads start at
         // the record itself (each record's read begins where the last one
