@@ -144,6 +144,14 @@ pub const SPLICE_GET: EnvVar = EnvVar {
     help: "on: GETs over HTTP/1.1 without TLS send shard records the page cache holds with splice \
            instead of copying them (faster where memory copies are slow); default off",
 };
+pub const HUGE_FILL: EnvVar = EnvVar {
+    name: "TESSERA_HUGE_FILL",
+    aliases: &[],
+    help: "on: a GET that misses the page cache fills it in 2 MiB huge folios, which later reads \
+           copy out with less CPU; off: the kernel's read-ahead fills it; auto (default): on, \
+           unless the kernel reports free memory to a hypervisor (a virtio balloon with free page \
+           reporting), where huge fills cost more than they save",
+};
 pub const GROUP_COMMIT: EnvVar = EnvVar {
     name: "TESSERA_GROUP_COMMIT",
     aliases: &[],
@@ -206,6 +214,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     API_REQUESTS_MAX,
     API_REQUESTS_DEADLINE,
     SPLICE_GET,
+    HUGE_FILL,
     GROUP_COMMIT,
     HUGE_PAGES,
     SCANNER_RATE,

@@ -242,6 +242,10 @@ pub struct ServerConfig {
     /// Whether GETs send page-cache pages with `splice`
     /// (`LocalDriveConfig::piped_reads`).
     pub splice_get: bool,
+    /// Whether GETs fill the page cache in huge folios
+    /// (`LocalDriveConfig::huge_fill`); `None`: decided at start, on
+    /// unless `drive::free_page_reporting()`.
+    pub huge_fill: Option<bool>,
     /// Whether drives make `xl.meta` writes durable in groups
     /// (`LocalDriveConfig::group_commit`).
     pub group_commit: bool,
@@ -838,6 +842,11 @@ impl ServerConfig {
         }
         let insecure_sse_c = on_off(&cli::INSECURE_SSE_C)?;
         let splice_get = on_off(&cli::SPLICE_GET)?;
+        let huge_fill = match env.get(&cli::HUGE_FILL) {
+            Some((v, _)) if v.trim().eq_ignore_ascii_case("auto") => None,
+            Some(_) => Some(on_off(&cli::HUGE_FILL)?),
+            None => None,
+        };
         let group_commit = on_off_or(&cli::GROUP_COMMIT, true)?;
         let huge_pages = on_off_or(&cli::HUGE_PAGES, true)?;
 
@@ -905,6 +914,7 @@ impl ServerConfig {
             requests_max,
             requests_deadline,
             splice_get,
+            huge_fill,
             group_commit,
             huge_pages,
             quiet: args.quiet,
@@ -1142,6 +1152,26 @@ mod tests {
                 .group_commit
         );
         assert!(resolve(&["/d"], &[("TESSERA_GROUP_COMMIT", "later")]).is_err());
+    }
+
+    #[test]
+    fn huge_fill_is_decided_at_start_unless_set() {
+        assert_eq!(resolve(&["/d"], &[]).unwrap().huge_fill, None);
+        for (v, want) in [
+            ("auto", None),
+            ("AUTO", None),
+            ("on", Some(true)),
+            ("off", Some(false)),
+        ] {
+            assert_eq!(
+                resolve(&["/d"], &[("TESSERA_HUGE_FILL", v)])
+                    .unwrap()
+                    .huge_fill,
+                want,
+                "{v}"
+            );
+        }
+        assert!(resolve(&["/d"], &[("TESSERA_HUGE_FILL", "mostly")]).is_err());
     }
 
     #[test]

@@ -192,6 +192,15 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     let mut drive_cfg = drive::LocalDriveConfig::default();
     drive_cfg.piped_reads = cfg.splice_get;
     drive_cfg.group_commit = cfg.group_commit;
+    drive_cfg.huge_fill = match cfg.huge_fill {
+        Some(on) => on,
+        None => !drive::free_page_reporting(),
+    };
+    tracing::info!(
+        huge_fill = drive_cfg.huge_fill,
+        set = cfg.huge_fill.is_some(),
+        "GETs fill the page cache in huge folios (TESSERA_HUGE_FILL; auto: off where the kernel reports free pages to a hypervisor)"
+    );
     drive::set_huge_pages(cfg.huge_pages);
     tracing::info!(
         huge_pages = drive::huge_pages(),

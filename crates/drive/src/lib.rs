@@ -159,5 +159,5 @@ pub use format::{
 };
 pub use hugepage::{huge_page_region_bytes, huge_pages, set_huge_pages};
 pub use local::fssync::group_commit_syncs_total;
-pub use local::{Backend, LocalDrive, LocalDriveConfig};
+pub use local::{Backend, LocalDrive, LocalDriveConfig, free_page_reporting};
 pub use walk::{WalkEntry, WalkOptions, WalkPage};

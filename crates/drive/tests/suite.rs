@@ -184,6 +184,7 @@ suite!(
     read_errors,
     piped_reads,
     shard_files,
+    shard_files_cold,
 );
 
 async fn volumes(kind: Kind) {
@@ -1724,6 +1725,99 @@ async fn piped_reads(kind: Kind) {
         .unwrap();
     assert_eq!((n, &buf[..]), (4096, &data[77..77 + 4096]));
     assert!(pipe.is_none(), "a pipe with piped reads off by default");
+}
+
+/// Reads through shard files not in the page cache, with huge fills
+/// (`LocalDriveConfig::huge_fill`) on and off: the bytes are the file's
+/// whatever the order of the reads (in order, back, across the 2 MiB chunks
+/// a fill brings in, a jump ahead, the tail), also when many are in flight
+/// at once; and a file cut short under an open descriptor reads short, it
+/// does not bring the process down (a fill never touches a page past the
+/// end).
+async fn shard_files_cold(kind: Kind) {
+    const REC: usize = 524_320;
+    for huge in [true, false] {
+        let env = open_in(kind, &test_base(), |c| c.huge_fill = huge).await;
+        let d = &env.drive;
+        d.make_volume("b").await.unwrap();
+        let data = pattern(41, (5 << 20) + 4321);
+        stream_write(d, "b", "f", &data, &[1 << 20]).await;
+        let path = env.root().join("b").join("f");
+        let evict = || {
+            let f = std::fs::File::open(&path).unwrap();
+            f.sync_all().unwrap();
+            rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+        };
+        let ranges = [
+            (0, REC),
+            (REC, REC),
+            (3 * REC, REC),
+            (2 * REC, REC),
+            ((2 << 20) - 10, 20),
+            ((4 << 20) + 1, REC),
+            (data.len() - 5, 5),
+            (100, 10),
+            (data.len() - 5, 100),
+        ];
+        for pass in 0..2 {
+            evict();
+            let file = d.open_shard_file("b", "f").await.unwrap().unwrap();
+            for (off, len) in ranges {
+                let buf = AlignedBuf::with_capacity(len).unwrap();
+                let (buf, n) = file.read_at(off as u64, len, buf).await.unwrap();
+                let end = (off + len).min(data.len());
+                assert_eq!(
+                    (n, &buf[..]),
+                    (end - off, &data[off..end]),
+                    "huge {huge} pass {pass} {off}+{len}"
+                );
+            }
+        }
+
+        evict();
+        let file = d.open_shard_file("b", "f").await.unwrap().unwrap();
+        let reads: Vec<_> = (0..data.len().div_ceil(REC))
+            .map(|i| {
+                let file = Arc::clone(&file);
+                tokio::spawn(async move {
+                    let buf = AlignedBuf::with_capacity(REC).unwrap();
+                    file.read_at((i * REC) as u64, REC, buf).await.unwrap()
+                })
+            })
+            .collect();
+        for (i, read) in reads.into_iter().enumerate() {
+            let (buf, n) = read.await.unwrap();
+            let (off, end) = (i * REC, ((i + 1) * REC).min(data.len()));
+            assert_eq!(
+                (n, &buf[..]),
+                (end - off, &data[off..end]),
+                "huge {huge} record {i} in flight together"
+            );
+        }
+
+        evict();
+        let file = d.open_shard_file("b", "f").await.unwrap().unwrap();
+        let cut = (3 << 20) + 5;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(cut as u64)
+            .unwrap();
+        let buf = AlignedBuf::with_capacity(1000).unwrap();
+        let (buf, n) = file.read_at((cut - 100) as u64, 1000, buf).await.unwrap();
+        assert_eq!(
+            (n, &buf[..]),
+            (100, &data[cut - 100..cut]),
+            "huge {huge}: cut short"
+        );
+        let buf = AlignedBuf::with_capacity(REC).unwrap();
+        assert_eq!(
+            file.read_at(4 << 20, REC, buf).await.unwrap().1,
+            0,
+            "huge {huge}: past the end"
+        );
+    }
 }
 
 async fn shard_files(kind: Kind) {

@@ -279,7 +279,7 @@ const SYS_CACHESTAT: libc::c_long = 451;
     target_arch = "riscv64",
     target_arch = "loongarch64"
 ))]
-fn cached_pages(fd: &OwnedFd, offset: u64, len: u64) -> Result<bool, rustix::io::Errno> {
+fn cached_pages(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<bool, rustix::io::Errno> {
     use std::os::fd::AsRawFd;
     let page = 4096u64;
     let first = offset / page;
@@ -316,7 +316,7 @@ fn cached_pages(fd: &OwnedFd, offset: u64, len: u64) -> Result<bool, rustix::io:
     target_arch = "riscv64",
     target_arch = "loongarch64"
 )))]
-fn cached_pages(_: &OwnedFd, _: u64, _: u64) -> Result<bool, rustix::io::Errno> {
+fn cached_pages(_: BorrowedFd<'_>, _: u64, _: u64) -> Result<bool, rustix::io::Errno> {
     Err(rustix::io::Errno::NOSYS)
 }
 
@@ -341,7 +341,62 @@ fn pread_cached(fd: BorrowedFd<'_>, dst: &mut [u8], offset: u64) -> Result<usize
     Ok(got)
 }
 
-/// `len(dst)` bytes of `fd` at `offset` into `dst` and into a pipe from
+/// Bytes of a PMD-mapped huge page on x86-64 and aarch64 (4 KiB pages):
+/// the page-cache folio size [`populate_huge`] asks the kernel for.
+pub(crate) const HUGE_FOLIO: u64 = 2 << 20;
+
+/// Reads bytes `start..end` of the regular file `fd` (all inside the
+/// file) into the page cache, in folios of [`HUGE_FOLIO`] bytes where the
+/// kernel and file system can: through a shared read-only mapping of the
+/// `HUGE_FOLIO`-aligned chunks holding the range, marked `MADV_HUGEPAGE`
+/// and populated with `MADV_POPULATE_READ` (Linux 5.14). A fault in such a
+/// mapping reads ahead in PMD-sized folios, where `read(2)`'s read-ahead
+/// starts at single pages and grows a file's folios only while one reader
+/// reads it in order; reads served later from a large folio cost about
+/// half the CPU (`docs/benchmarks.md`). The mapping is never dereferenced:
+/// `MADV_POPULATE_READ` reports what would have been a `SIGBUS` (an I/O
+/// error, a page past the end of the file) as `EFAULT`, and the mapping is
+/// gone before this returns.
+fn populate_huge(fd: BorrowedFd<'_>, start: u64, end: u64) -> Result<(), Errno> {
+    use rustix::mm::{Advice, MapFlags, ProtFlags};
+    const PAGE: u64 = 4096;
+    if start >= end {
+        return Ok(());
+    }
+    let base_off = start - start % HUGE_FOLIO;
+    let map_end = end.div_ceil(HUGE_FOLIO) * HUGE_FOLIO;
+    let map_len = usize::try_from(map_end - base_off).map_err(|_| Errno::INVAL)?;
+    let first = usize::try_from(start - start % PAGE - base_off).map_err(|_| Errno::INVAL)?;
+    let last = usize::try_from(end.div_ceil(PAGE) * PAGE - base_off).map_err(|_| Errno::INVAL)?;
+    // SAFETY: a new shared, read-only mapping at an address the kernel
+    // picks (for a file offset on a `HUGE_FOLIO` boundary, ext4 and XFS
+    // pick an address on one too, so a huge folio can be mapped whole):
+    // it overlaps no memory the program uses, nothing ever reads through
+    // it, and it is unmapped below before anything else can see it.
+    let base = unsafe {
+        rustix::mm::mmap(
+            std::ptr::null_mut(),
+            map_len,
+            ProtFlags::READ,
+            MapFlags::SHARED,
+            fd,
+            base_off,
+        )?
+    };
+    // SAFETY: `base..base + map_len` is the mapping made above. Advice
+    // changes its flags (`MADV_HUGEPAGE`) or faults its pages in from the
+    // page cache (`MADV_POPULATE_READ`, over `first..last`, inside it); no
+    // memory of the program is read or written.
+    let advised = unsafe {
+        rustix::mm::madvise(base, map_len, Advice::LinuxHugepage).and_then(|()| {
+            rustix::mm::madvise(base.add(first), last - first, Advice::LinuxPopulateRead)
+        })
+    };
+    // SAFETY: the same mapping, of which no reference was ever made.
+    let unmapped = unsafe { rustix::mm::munmap(base, map_len) };
+    advised.and(unmapped)
+}
+
 /// `pipes`, when every page of the range is cached and the range fits a
 /// pipe; `None` otherwise (and the pool is turned off where `cachestat`,
 /// `splice` or `RWF_NOWAIT` is missing).
@@ -365,7 +420,7 @@ fn splice_cached(
             pipes.disable();
         }
     };
-    match cached_pages(fd, offset, dst.len() as u64) {
+    match cached_pages(fd.as_fd(), offset, dst.len() as u64) {
         Ok(true) => {}
         Ok(false) => return None,
         Err(e) => {
@@ -407,6 +462,10 @@ pub(crate) struct Io {
     /// kernel or file system does not support `RESOLVE_CACHED` or
     /// `RWF_NOWAIT`).
     pub(crate) cached_reads: AtomicBool,
+    /// Whether [`Io::fill_huge`] is tried (cleared for good when the kernel
+    /// lacks `cachestat`, `MADV_HUGEPAGE` or `MADV_POPULATE_READ`, or the
+    /// file system cannot map files).
+    pub(crate) huge_fill: AtomicBool,
     /// Directory `fsync`s that failed on this drive, by any path. A failed
     /// directory sync reports its error once, to whoever syncs first: a
     /// later sync through another descriptor succeeds although the
@@ -530,7 +589,61 @@ impl Io {
         }
     }
 
-    /// Opens `rel` for reading if its name is cached (`RESOLVE_CACHED`),
+    /// Whether reads of the open file `fd` should fill the page cache with
+    /// [`fill_huge`](Self::fill_huge): when huge fills are on and not every
+    /// page of `len` bytes at `offset` is cached (`cachestat`, which reads
+    /// nothing; a `RWF_NOWAIT` read that misses would start the kernel's own
+    /// read-ahead in small folios).
+    pub(crate) fn wants_huge_fill(&self, fd: BorrowedFd<'_>, offset: u64, len: usize) -> bool {
+        if !self.huge_fill.load(Ordering::Relaxed) {
+            return false;
+        }
+        match cached_pages(fd, offset, len as u64) {
+            Ok(all) => !all,
+            Err(e) => {
+                if unsupported(e) {
+                    self.huge_fill.store(false, Ordering::Relaxed);
+                }
+                false
+            }
+        }
+    }
+
+    /// Reads bytes `start..end` of the open file `fd` into the page cache
+    /// in huge folios ([`populate_huge`]), on the blocking pool; the range
+    /// is cut at the end of the file. `Some(end)` when the pages are in,
+    /// with the end reached; `None` when the fill failed (the read that
+    /// follows goes to the disk and reports any error) or huge fills are
+    /// off (turned off for good if the kernel or file system lacks them).
+    pub(crate) async fn fill_huge(&self, fd: &Fd, start: u64, end: u64) -> Option<u64> {
+        if !self.huge_fill.load(Ordering::Relaxed) {
+            return None;
+        }
+        let file = Arc::clone(&fd.fd);
+        let result = self
+            .blocking
+            .run(move |_| {
+                let size = rustix::fs::fstat(&*file)?.st_size;
+                let end = end.min(u64::try_from(size).unwrap_or(0));
+                populate_huge(file.as_fd(), start, end)?;
+                Ok(end)
+            })
+            .await;
+        match result {
+            Ok(end) => Some(end),
+            Err(e) => {
+                // `EINVAL`: no `MADV_POPULATE_READ` or no huge pages at all;
+                // `ENODEV`: a file system that cannot map files.
+                if e.raw_os_error()
+                    .is_some_and(|c| matches!(c, libc::EINVAL | libc::ENOSYS | libc::ENODEV))
+                {
+                    self.huge_fill.store(false, Ordering::Relaxed);
+                }
+                None
+            }
+        }
+    }
+
     /// without waiting for the disk; `None` otherwise, or when cached reads
     /// are off (and turns them off for a kernel without `RESOLVE_CACHED`).
     pub(crate) fn open_cached(&self, rel: &str) -> Option<OwnedFd> {
@@ -1523,6 +1636,7 @@ mod tests {
             uring: None,
             scratch: Scratch::new(0),
             cached_reads: AtomicBool::new(cached),
+            huge_fill: AtomicBool::new(true),
             dir_sync_failures: AtomicU64::new(0),
         }
     }
@@ -1533,6 +1647,59 @@ mod tests {
         let f = std::fs::File::open(path).unwrap();
         f.sync_all().unwrap();
         rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    }
+
+    #[tokio::test]
+    async fn huge_fills_bring_whole_chunks_into_the_cache() {
+        // On the checkout's file system, as above (a tmpfs cannot evict).
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let path = dir.path().join("f");
+        let size = (5 << 20) + 123;
+        let data: Vec<u8> = (0..size as u32).map(|i| (i * 13 + i / 509) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        evict(&path);
+        let io = io_on(dir.path(), true);
+        let fd = Fd {
+            fd: Arc::new(
+                rustix::fs::open(&path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).unwrap(),
+            ),
+            direct: false,
+        };
+        let cached = |off: u64, len: u64| cached_pages(fd.fd.as_fd(), off, len).unwrap();
+        assert!(!cached(0, 4096));
+        assert!(io.wants_huge_fill(fd.fd.as_fd(), 100, 50));
+
+        // A few bytes inside the first chunk bring in all of it, without a
+        // read(2) (whose read-ahead starts at a few pages).
+        assert_eq!(io.fill_huge(&fd, 100, 150).await, Some(150));
+        assert!(cached(0, HUGE_FOLIO), "the whole first chunk");
+        assert!(!io.wants_huge_fill(fd.fd.as_fd(), 100, 50), "cached now");
+        // The range is cut at the end of the file...
+        let size = size as u64;
+        assert_eq!(io.fill_huge(&fd, 4 << 20, 6 << 20).await, Some(size));
+        assert!(cached(4 << 20, size - (4 << 20)));
+        // ...and nothing past it is ever touched: asked straight, the
+        // mapping reports the page past the end as an error (a `SIGBUS`,
+        // had it been read), and the process lives on.
+        assert_eq!(
+            populate_huge(fd.fd.as_fd(), size, size + 8192),
+            Err(Errno::FAULT)
+        );
+        assert!(
+            io.huge_fill.load(Ordering::Relaxed),
+            "an error of one fill turns nothing off"
+        );
+        // What the pages hold is the file.
+        let mut buf = vec![0u8; data.len()];
+        assert_eq!(rustix::io::pread(&*fd.fd, &mut buf, 0).unwrap(), data.len());
+        assert_eq!(buf, data);
+
+        // Turned off: nothing is filled.
+        evict(&path);
+        io.huge_fill.store(false, Ordering::Relaxed);
+        assert!(!io.wants_huge_fill(fd.fd.as_fd(), 0, 10));
+        assert_eq!(io.fill_huge(&fd, 0, 10).await, None);
+        assert!(!cached(0, 4096));
     }
 
     #[test]
@@ -1665,8 +1832,12 @@ mod tests {
         // copies the pipe's own pages. Pages no pipe holds go.
         evict(&dir.path().join("f"));
         let fd: OwnedFd = std::fs::File::open(dir.path().join("f")).unwrap().into();
-        assert_eq!(cached_pages(&fd, 0, 4096), Ok(true), "held by the pipe");
-        assert_eq!(cached_pages(&fd, off as u64, 4096), Ok(false));
+        assert_eq!(
+            cached_pages(fd.as_fd(), 0, 4096),
+            Ok(true),
+            "held by the pipe"
+        );
+        assert_eq!(cached_pages(fd.as_fd(), off as u64, 4096), Ok(false));
         // Dropped with bytes in it: closed, not pooled, and no longer out.
         drop(pipe);
         assert_eq!(pipes.out(), 0);
