@@ -397,6 +397,7 @@ fn populate_huge(fd: BorrowedFd<'_>, start: u64, end: u64) -> Result<(), Errno> 
     advised.and(unmapped)
 }
 
+/// `len(dst)` bytes of `fd` at `offset` into `dst` and into a pipe from
 /// `pipes`, when every page of the range is cached and the range fits a
 /// pipe; `None` otherwise (and the pool is turned off where `cachestat`,
 /// `splice` or `RWF_NOWAIT` is missing).
@@ -644,6 +645,7 @@ impl Io {
         }
     }
 
+    /// Opens `rel` for reading if its name is cached (`RESOLVE_CACHED`),
     /// without waiting for the disk; `None` otherwise, or when cached reads
     /// are off (and turns them off for a kernel without `RESOLVE_CACHED`).
     pub(crate) fn open_cached(&self, rel: &str) -> Option<OwnedFd> {

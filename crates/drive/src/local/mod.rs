@@ -107,13 +107,15 @@ pub struct LocalDriveConfig {
     /// they touch into the page cache through a transient mapping marked
     /// `MADV_HUGEPAGE` (`MADV_POPULATE_READ`, on the blocking pool), then
     /// read from the cache as before. The kernel's read-ahead for `read(2)`
-    /// fills a file read in several places at once with 4-16 KiB folios,
+    /// fills a file read in several places at once with 4-64 KiB folios,
     /// and every later read of those pages pays per folio: served from
-    /// 2 MiB folios, a hot GET costs 9-16% less CPU per byte
-    /// (`docs/benchmarks.md`). On by default; turned off for good on a
-    /// kernel or file system without `cachestat` (Linux 6.5),
-    /// `MADV_POPULATE_READ` (5.14) or `mmap`. File systems without large
-    /// folios fill in small ones, as before.
+    /// 2 MiB folios, hot 16 MiB GETs gave 1.10x-1.12x the MiB per
+    /// CPU-second (`docs/benchmarks.md`). On by default here; turned off
+    /// for good on a kernel or file system without `cachestat` (Linux
+    /// 6.5), `MADV_POPULATE_READ` (5.14) or `mmap`. File systems without
+    /// large folios fill in small ones, as before. Where free memory is
+    /// reported to a hypervisor ([`free_page_reporting`]) huge fills cost
+    /// more than they save, and the daemon leaves this off there.
     pub huge_fill: bool,
     /// Hard cap of [`Drive::read_all`] and [`Drive::write_all`] sizes, bytes.
     pub max_small_file: u64,
@@ -2492,7 +2494,9 @@ impl LocalShardFile {
             offset - offset % HUGE_FOLIO
         };
         let to = end.div_ceil(HUGE_FOLIO) * HUGE_FOLIO;
-        if let Some(reached) = self.inner.io.fill_huge(&self.fd, from, to).await {
+        if let Some(reached) = self.inner.io.fill_huge(&self.fd, from, to).await
+            && reached > from
+        {
             *filled = if extends {
                 filled.start..reached
             } else {
