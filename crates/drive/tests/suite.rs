@@ -12,8 +12,8 @@ use drive::format::{
 };
 use drive::{
     AlignedBuf, Backend, BackendKind, DeadlineConfig, DeadlineDrive, Drive, DriveError,
-    DrivePosition, DriveState, FormatError, IoMode, LocalDrive, LocalDriveConfig, build_formats,
-    load_format, save_format, verify_format,
+    DrivePosition, DriveState, FormatError, IoMode, LocalDrive, LocalDriveConfig, ShardFile,
+    build_formats, load_format, save_format, verify_format,
 };
 use uuid::Uuid;
 
@@ -1727,6 +1727,19 @@ async fn piped_reads(kind: Kind) {
     assert!(pipe.is_none(), "a pipe with piped reads off by default");
 }
 
+/// Reads `len` bytes at `off` through `file` and checks them against
+/// `data`, the whole file (short only at its end).
+async fn assert_reads(file: &dyn ShardFile, data: &[u8], off: usize, len: usize, what: &str) {
+    let buf = AlignedBuf::with_capacity(len).unwrap();
+    let (buf, n) = file.read_at(off as u64, len, buf).await.unwrap();
+    let end = (off + len).min(data.len());
+    assert_eq!(
+        (n, &buf[..]),
+        (end - off, &data[off..end]),
+        "{what}: {off}+{len}"
+    );
+}
+
 /// Reads through shard files not in the page cache, with huge fills
 /// (`LocalDriveConfig::huge_fill`) on and off: the bytes are the file's
 /// whatever the order of the reads (in order, back, across the 2 MiB chunks
@@ -1740,7 +1753,7 @@ async fn shard_files_cold(kind: Kind) {
         let env = open_in(kind, &test_base(), |c| c.huge_fill = huge).await;
         let d = &env.drive;
         d.make_volume("b").await.unwrap();
-        let data = pattern(41, (5 << 20) + 4321);
+        let data: Arc<[u8]> = pattern(41, (5 << 20) + 4321).into();
         stream_write(d, "b", "f", &data, &[1 << 20]).await;
         let path = env.root().join("b").join("f");
         let evict = || {
@@ -1763,14 +1776,7 @@ async fn shard_files_cold(kind: Kind) {
             evict();
             let file = d.open_shard_file("b", "f").await.unwrap().unwrap();
             for (off, len) in ranges {
-                let buf = AlignedBuf::with_capacity(len).unwrap();
-                let (buf, n) = file.read_at(off as u64, len, buf).await.unwrap();
-                let end = (off + len).min(data.len());
-                assert_eq!(
-                    (n, &buf[..]),
-                    (end - off, &data[off..end]),
-                    "huge {huge} pass {pass} {off}+{len}"
-                );
+                assert_reads(&*file, &data, off, len, &format!("huge {huge} pass {pass}")).await;
             }
         }
 
@@ -1778,21 +1784,13 @@ async fn shard_files_cold(kind: Kind) {
         let file = d.open_shard_file("b", "f").await.unwrap().unwrap();
         let reads: Vec<_> = (0..data.len().div_ceil(REC))
             .map(|i| {
-                let file = Arc::clone(&file);
-                tokio::spawn(async move {
-                    let buf = AlignedBuf::with_capacity(REC).unwrap();
-                    file.read_at((i * REC) as u64, REC, buf).await.unwrap()
-                })
+                let (file, data) = (Arc::clone(&file), Arc::clone(&data));
+                let what = format!("huge {huge}, records in flight together");
+                tokio::spawn(async move { assert_reads(&*file, &data, i * REC, REC, &what).await })
             })
             .collect();
-        for (i, read) in reads.into_iter().enumerate() {
-            let (buf, n) = read.await.unwrap();
-            let (off, end) = (i * REC, ((i + 1) * REC).min(data.len()));
-            assert_eq!(
-                (n, &buf[..]),
-                (end - off, &data[off..end]),
-                "huge {huge} record {i} in flight together"
-            );
+        for read in reads {
+            read.await.unwrap();
         }
 
         evict();
@@ -1843,14 +1841,7 @@ async fn shard_files(kind: Kind) {
         // works), then from the cache the first pass filled.
         for pass in 0..2 {
             for (off, len) in ranges {
-                let buf = AlignedBuf::with_capacity(len).unwrap();
-                let (buf, n) = file.read_at(off as u64, len, buf).await.unwrap();
-                let end = (off + len).min(data.len());
-                assert_eq!(
-                    (n, &buf[..]),
-                    (end - off, &data[off..end]),
-                    "{name} pass {pass} {off}+{len}"
-                );
+                assert_reads(&*file, &data, off, len, &format!("{name} pass {pass}")).await;
             }
         }
         let buf = AlignedBuf::with_capacity(4096).unwrap();
