@@ -2442,7 +2442,7 @@ fn check_range(offset: u64, len: usize, buf: &AlignedBuf) -> Result<()> {
 /// the host a fault per page, charged to the guest's CPU, and huge folios
 /// are always allocated from such blocks: on a guest measured with it, a
 /// cold GET filled in huge folios ([`LocalDriveConfig::huge_fill`]) took
-/// 4x the CPU of one filled by `read(2)` (`docs/benchmarks.md`). Read from
+/// 3-4x the CPU of one filled by `read(2)` (`docs/benchmarks.md`). Read from
 /// sysfs; `false` where there is no virtio bus.
 pub fn free_page_reporting() -> bool {
     let Ok(devices) = std::fs::read_dir("/sys/bus/virtio/devices") else {
