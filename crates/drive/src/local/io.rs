@@ -356,7 +356,9 @@ pub(crate) const HUGE_FOLIO: u64 = 2 << 20;
 /// half the CPU (`docs/benchmarks.md`). The mapping is never dereferenced:
 /// `MADV_POPULATE_READ` reports what would have been a `SIGBUS` (an I/O
 /// error, a page past the end of the file) as `EFAULT`, and the mapping is
-/// gone before this returns.
+/// gone before this returns. Assumes 4 KiB pages: with larger ones,
+/// `madvise` refuses the range (`EINVAL`) and [`Io::fill_huge`] turns
+/// fills off.
 fn populate_huge(fd: BorrowedFd<'_>, start: u64, end: u64) -> Result<(), Errno> {
     use rustix::mm::{Advice, MapFlags, ProtFlags};
     const PAGE: u64 = 4096;

@@ -2607,8 +2607,9 @@ mod tests {
 
     #[test]
     fn free_page_reporting_from_sysfs_strings() {
-        // A Firecracker guest's balloon: statistics, deflate on OOM and
-        // free page reporting (bits 1, 2 and 5).
+        // The balloon of the machine this was measured on: bits 1, 2, 5
+        // (statistics, deflate on OOM, free page reporting), 7 and 32
+        // (VIRTIO_F_VERSION_1).
         let balloon = "0110010100000000000000000000000010000000000000000000000000000000\n";
         assert!(reports_free_pages("0x0005\n", balloon));
         // The same balloon without reporting; reporting bits on other
