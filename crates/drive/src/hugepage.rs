@@ -92,6 +92,32 @@ fn thp_mode_allows_madvise(mode: &str) -> bool {
     mode.contains("[always]") || mode.contains("[madvise]")
 }
 
+/// Whether this kernel hands free memory back to its hypervisor: a virtio
+/// balloon with free page reporting (`VIRTIO_BALLOON_F_REPORTING`), which
+/// tells the host about every free block of 2 MiB or more, so that the host
+/// can drop what backs it. The first touch of such a block afterwards costs
+/// the host a fault per page, charged to the guest's CPU, and huge folios
+/// are always allocated from such blocks: on a guest measured with it, a
+/// cold GET filled in huge folios ([`LocalDriveConfig::huge_fill`](crate::LocalDriveConfig::huge_fill)) took
+/// 3-4x the CPU of one filled by `read(2)` (`docs/benchmarks.md`). Read from
+/// sysfs; `false` where there is no virtio bus.
+pub fn free_page_reporting() -> bool {
+    let Ok(devices) = std::fs::read_dir("/sys/bus/virtio/devices") else {
+        return false;
+    };
+    devices.flatten().any(|d| {
+        let read = |f: &str| std::fs::read_to_string(d.path().join(f)).unwrap_or_default();
+        reports_free_pages(&read("device"), &read("features"))
+    })
+}
+
+/// Whether a virtio device of sysfs's `device` and `features` (one `0` or
+/// `1` per feature bit, bit 0 first) is a balloon (device 5) that reports
+/// free pages (feature bit 5).
+fn reports_free_pages(device: &str, features: &str) -> bool {
+    device.trim() == "0x0005" && features.trim().as_bytes().get(5) == Some(&b'1')
+}
+
 /// An anonymous mapping of `len` bytes (a multiple of [`HUGE_PAGE`]) at a
 /// [`HUGE_PAGE`]-aligned address, unmapped on drop.
 pub(crate) struct Region {
@@ -488,6 +514,22 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(carver.counts(), (0, 0), "every region unmapped at the end");
+    }
+
+    #[test]
+    fn free_page_reporting_from_sysfs_strings() {
+        // The balloon of the machine this was measured on: bits 1, 2, 5
+        // (statistics, deflate on OOM, free page reporting), 7 and 32
+        // (VIRTIO_F_VERSION_1).
+        let balloon = "0110010100000000000000000000000010000000000000000000000000000000\n";
+        assert!(reports_free_pages("0x0005\n", balloon));
+        // The same balloon without reporting; reporting bits on other
+        // devices (a block device, 2) say nothing.
+        let quiet = "0110000100000000000000000000000010000000000000000000000000000000\n";
+        assert!(!reports_free_pages("0x0005\n", quiet));
+        assert!(!reports_free_pages("0x0002\n", balloon));
+        assert!(!reports_free_pages("", ""));
+        assert!(!reports_free_pages("0x0005", "01100"));
     }
 
     #[test]

@@ -157,7 +157,7 @@ pub use format::{
     DrivePosition, FormatErasureV3, FormatError, build_formats, check_format, load_format,
     save_format, verify_format,
 };
-pub use hugepage::{huge_page_region_bytes, huge_pages, set_huge_pages};
+pub use hugepage::{free_page_reporting, huge_page_region_bytes, huge_pages, set_huge_pages};
 pub use local::fssync::group_commit_syncs_total;
-pub use local::{Backend, LocalDrive, LocalDriveConfig, free_page_reporting};
+pub use local::{Backend, LocalDrive, LocalDriveConfig};
 pub use walk::{WalkEntry, WalkOptions, WalkPage};

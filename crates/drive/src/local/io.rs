@@ -635,10 +635,12 @@ impl Io {
         match result {
             Ok(end) => Some(end),
             Err(e) => {
-                // `EINVAL`: no `MADV_POPULATE_READ` or no huge pages at all;
-                // `ENODEV`: a file system that cannot map files.
+                // A missing feature (`EINVAL`: no `MADV_POPULATE_READ` or no
+                // huge pages at all), or `ENODEV`: a file system that cannot
+                // map files.
                 if e.raw_os_error()
-                    .is_some_and(|c| matches!(c, libc::EINVAL | libc::ENOSYS | libc::ENODEV))
+                    .map(Errno::from_raw_os_error)
+                    .is_some_and(|e| unsupported(e) || e == Errno::NODEV)
                 {
                     self.huge_fill.store(false, Ordering::Relaxed);
                 }

@@ -114,7 +114,7 @@ pub struct LocalDriveConfig {
     /// for good on a kernel or file system without `cachestat` (Linux
     /// 6.5), `MADV_POPULATE_READ` (5.14) or `mmap`. File systems without
     /// large folios fill in small ones, as before. Where free memory is
-    /// reported to a hypervisor ([`free_page_reporting`]) huge fills cost
+    /// reported to a hypervisor ([`crate::free_page_reporting`]) huge fills cost
     /// more than they save, and the daemon leaves this off there.
     pub huge_fill: bool,
     /// Hard cap of [`Drive::read_all`] and [`Drive::write_all`] sizes, bytes.
@@ -2435,32 +2435,6 @@ fn check_range(offset: u64, len: usize, buf: &AlignedBuf) -> Result<()> {
     Ok(())
 }
 
-/// Whether this kernel hands free memory back to its hypervisor: a virtio
-/// balloon with free page reporting (`VIRTIO_BALLOON_F_REPORTING`), which
-/// tells the host about every free block of 2 MiB or more, so that the host
-/// can drop what backs it. The first touch of such a block afterwards costs
-/// the host a fault per page, charged to the guest's CPU, and huge folios
-/// are always allocated from such blocks: on a guest measured with it, a
-/// cold GET filled in huge folios ([`LocalDriveConfig::huge_fill`]) took
-/// 3-4x the CPU of one filled by `read(2)` (`docs/benchmarks.md`). Read from
-/// sysfs; `false` where there is no virtio bus.
-pub fn free_page_reporting() -> bool {
-    let Ok(devices) = std::fs::read_dir("/sys/bus/virtio/devices") else {
-        return false;
-    };
-    devices.flatten().any(|d| {
-        let read = |f: &str| std::fs::read_to_string(d.path().join(f)).unwrap_or_default();
-        reports_free_pages(&read("device"), &read("features"))
-    })
-}
-
-/// Whether a virtio device of sysfs's `device` and `features` (one `0` or
-/// `1` per feature bit, bit 0 first) is a balloon (device 5) that reports
-/// free pages (feature bit 5).
-fn reports_free_pages(device: &str, features: &str) -> bool {
-    device.trim() == "0x0005" && features.trim().as_bytes().get(5) == Some(&b'1')
-}
-
 /// A shard file open for reads at any offset ([`Drive::open_shard_file`]).
 struct LocalShardFile {
     inner: Arc<Inner>,
@@ -2603,21 +2577,5 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(own, DriveError::DriveFull), "{own}");
-    }
-
-    #[test]
-    fn free_page_reporting_from_sysfs_strings() {
-        // The balloon of the machine this was measured on: bits 1, 2, 5
-        // (statistics, deflate on OOM, free page reporting), 7 and 32
-        // (VIRTIO_F_VERSION_1).
-        let balloon = "0110010100000000000000000000000010000000000000000000000000000000\n";
-        assert!(reports_free_pages("0x0005\n", balloon));
-        // The same balloon without reporting; reporting bits on other
-        // devices (a block device, 2) say nothing.
-        let quiet = "0110000100000000000000000000000010000000000000000000000000000000\n";
-        assert!(!reports_free_pages("0x0005\n", quiet));
-        assert!(!reports_free_pages("0x0002\n", balloon));
-        assert!(!reports_free_pages("", ""));
-        assert!(!reports_free_pages("0x0005", "01100"));
     }
 }
