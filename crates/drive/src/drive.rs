@@ -251,9 +251,11 @@ pub trait Drive: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<()>>;
 
     /// Creates (or truncates) `path` for streaming, creating parents. With
-    /// `expected_size`, space is preallocated where supported and
-    /// [`ShardWriter::finish`] fails unless exactly that many bytes arrived
-    /// (writing more fails at once).
+    /// `expected_size`, space is preallocated where supported, the file
+    /// taking that size at once (bytes not yet written read as zeros; a
+    /// writer dropped before [`ShardWriter::finish`] leaves it so), and
+    /// `finish` fails unless exactly that many bytes arrived (writing more
+    /// fails at once).
     fn create_file<'a>(
         &'a self,
         volume: &'a str,

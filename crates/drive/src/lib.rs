@@ -72,9 +72,10 @@
 //! opcode on the kernels we target and use the blocking pool in both
 //! backends. One exception, in both backends: a read that the caches can
 //! serve whole (an `xl.meta` by [`Drive::read_all`], a shard record by
-//! [`Drive::read_file_at`]) runs on the calling thread, with
-//! `openat2(RESOLVE_CACHED)` and `preadv2(RWF_NOWAIT)`, which fail rather
-//! than wait for the disk; any failure sends the read through the backend
+//! [`Drive::read_file_at`]), and the `statx` of a path whose names are
+//! cached, run on the calling thread, with `openat2(RESOLVE_CACHED)` and
+//! `preadv2(RWF_NOWAIT)`, which fail rather than wait for the disk; any
+//! failure sends the call through the backend
 //! (`LocalDriveConfig::cached_reads`).
 //!
 //! Shard files are opened with `O_DIRECT`, transfers use

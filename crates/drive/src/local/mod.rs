@@ -85,8 +85,11 @@ pub struct LocalDriveConfig {
     /// without `O_DIRECT` ([`Drive::read_file_at`], a GET's shard records)
     /// first try `openat2(RESOLVE_CACHED)` and `preadv2(RWF_NOWAIT)`, which
     /// succeed only from the dentry and page caches, and go through the
-    /// backend when that fails. On by default; turned off for good on a
-    /// kernel or file system without those flags.
+    /// backend when that fails. The `statx` of a path (a volume's check,
+    /// [`Drive::stat_file`]) is made the same way, on an `O_PATH`
+    /// descriptor, and a name the dentry cache holds as missing answers
+    /// `ENOENT` at once. On by default; turned off for good on a kernel or
+    /// file system without those flags.
     pub cached_reads: bool,
     /// With `cached_reads`, [`Drive::read_file_at_piped`] leaves the bytes
     /// of a read served from the page cache in a [`Pipe`](crate::pipe::Pipe)
