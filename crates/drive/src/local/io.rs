@@ -905,7 +905,7 @@ impl Io {
     /// the size, into preallocated blocks, the ring issues the write
     /// itself. Measured on a 16 MiB PUT: 51 hand-offs to workers and 335
     /// context switches per object instead of 92 and 450
-    /// (docs/benchmarks.md, 2026-11-27 11:10 UTC).
+    /// (docs/benchmarks.md, the section of 2026-11-27 11:08 UTC).
     pub(crate) async fn fallocate(&self, fd: &Fd, len: u64) -> io::Result<()> {
         match &self.uring {
             Some(ring) => ring
