@@ -1843,7 +1843,7 @@ mod tests {
         );
         let missing = off.stat("missing").await.unwrap_err();
         assert_eq!(missing.raw_os_error(), Some(libc::ENOENT));
-        let below = io.stat("f/below").await.unwrap_err();
+        let below = off.stat("f/below").await.unwrap_err();
         assert_eq!(below.raw_os_error(), Some(libc::ENOTDIR));
     }
 
