@@ -1623,30 +1623,29 @@ async fn server_side_encryption_configured_by_environment() {
     assert_eq!(code(&e), "InvalidRequest");
 }
 
-/// The same client over HTTPS (a generated certificate in a MinIO-style
-/// certs directory): buckets, a multipart upload, ranges, listing, and
-/// SSE-C, which needs TLS.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_https() {
-    let (srv, ca) = Server::start_tls(4);
-    assert!(srv.endpoint.starts_with("https://"), "{}", srv.endpoint);
-    let c = srv.client_tls(&ca);
-    c.create_bucket().bucket("tls").send().await.unwrap();
-    let d = data(6 << 20, 77);
+/// Uploads `data` as `bucket/key` in a multipart upload of `part_size`
+/// parts (the last one shorter), completing it with the parts' ETags.
+async fn upload_in_parts(
+    c: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+    data: &[u8],
+    part_size: usize,
+) {
     let up = c
         .create_multipart_upload()
-        .bucket("tls")
-        .key("big")
+        .bucket(bucket)
+        .key(key)
         .send()
         .await
         .unwrap();
     let id = up.upload_id().unwrap().to_owned();
     let mut parts = Vec::new();
-    for (n, chunk) in d.chunks(5 << 20).enumerate() {
+    for (n, chunk) in data.chunks(part_size).enumerate() {
         let out = c
             .upload_part()
-            .bucket("tls")
-            .key("big")
+            .bucket(bucket)
+            .key(key)
             .upload_id(&id)
             .part_number(n as i32 + 1)
             .body(ByteStream::from(chunk.to_vec()))
@@ -1661,8 +1660,8 @@ async fn over_https() {
         );
     }
     c.complete_multipart_upload()
-        .bucket("tls")
-        .key("big")
+        .bucket(bucket)
+        .key(key)
         .upload_id(&id)
         .multipart_upload(
             CompletedMultipartUpload::builder()
@@ -1672,6 +1671,19 @@ async fn over_https() {
         .send()
         .await
         .unwrap();
+}
+
+/// The same client over HTTPS (a generated certificate in a MinIO-style
+/// certs directory): buckets, a multipart upload, ranges, listing, and
+/// SSE-C, which needs TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_https() {
+    let (srv, ca) = Server::start_tls(4);
+    assert!(srv.endpoint.starts_with("https://"), "{}", srv.endpoint);
+    let c = srv.client_tls(&ca);
+    c.create_bucket().bucket("tls").send().await.unwrap();
+    let d = data(6 << 20, 77);
+    upload_in_parts(&c, "tls", "big", &d, 5 << 20).await;
     assert!(
         body(
             c.get_object()
@@ -1765,45 +1777,7 @@ async fn cold_gets_with_huge_fills() {
         .unwrap();
     let part = 5 << 20;
     let multi = data(part + (3 << 20) + 1, 43);
-    let up = c
-        .create_multipart_upload()
-        .bucket("cold")
-        .key("multi")
-        .send()
-        .await
-        .unwrap();
-    let id = up.upload_id().unwrap().to_owned();
-    let mut done = Vec::new();
-    for (n, range) in [(1, 0..part), (2, part..multi.len())] {
-        let out = c
-            .upload_part()
-            .bucket("cold")
-            .key("multi")
-            .upload_id(&id)
-            .part_number(n)
-            .body(ByteStream::from(multi[range].to_vec()))
-            .send()
-            .await
-            .unwrap();
-        done.push(
-            CompletedPart::builder()
-                .part_number(n)
-                .e_tag(out.e_tag().unwrap())
-                .build(),
-        );
-    }
-    c.complete_multipart_upload()
-        .bucket("cold")
-        .key("multi")
-        .upload_id(&id)
-        .multipart_upload(
-            CompletedMultipartUpload::builder()
-                .set_parts(Some(done))
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    upload_in_parts(&c, "cold", "multi", &multi, part).await;
 
     let get = |key: &'static str, range: Option<String>| {
         let c = c.clone();
