@@ -152,6 +152,14 @@ pub const HUGE_FILL: EnvVar = EnvVar {
            unless the kernel reports free memory to a hypervisor (a virtio balloon with free page \
            reporting), where huge fills cost more than they save",
 };
+pub const READ_CACHE: EnvVar = EnvVar {
+    name: "TESSERA_READ_CACHE",
+    aliases: &[],
+    help: "memory for verified erasure blocks of hot objects, served again without reading or \
+           hashing the shards: a size (bytes, or with KiB, MiB, GiB, TiB), off or 0 for none; \
+           auto (default): 1/16 of the memory available at start, at most 1 GiB. A part is \
+           cached at its second read, and only if it fits a quarter of the cache",
+};
 pub const GROUP_COMMIT: EnvVar = EnvVar {
     name: "TESSERA_GROUP_COMMIT",
     aliases: &[],
@@ -215,6 +223,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     API_REQUESTS_DEADLINE,
     SPLICE_GET,
     HUGE_FILL,
+    READ_CACHE,
     GROUP_COMMIT,
     HUGE_PAGES,
     SCANNER_RATE,

@@ -246,6 +246,9 @@ pub struct ServerConfig {
     /// (`LocalDriveConfig::huge_fill`); `None`: decided at start, on
     /// unless `drive::free_page_reporting()`.
     pub huge_fill: Option<bool>,
+    /// Bytes of the read cache (`LayerOptions::read_cache_bytes`; 0: no
+    /// cache); `None`: [`read_cache_for`] the memory available at start.
+    pub read_cache: Option<u64>,
     /// Whether drives make `xl.meta` writes durable in groups
     /// (`LocalDriveConfig::group_commit`).
     pub group_commit: bool,
@@ -462,6 +465,36 @@ pub fn requests_max_for(available: u64) -> usize {
     usize::try_from(n)
         .unwrap_or(MAX_REQUESTS_CAP)
         .clamp(32, MAX_REQUESTS_CAP)
+}
+
+/// The default read cache for `available` bytes of memory: a sixteenth of
+/// it, at most [`READ_CACHE_CAP`].
+pub fn read_cache_for(available: u64) -> u64 {
+    (available / 16).min(READ_CACHE_CAP)
+}
+
+/// The largest default read cache.
+pub const READ_CACHE_CAP: u64 = 1 << 30;
+
+/// A size in bytes: a whole number, optionally followed by `B`, `KiB`,
+/// `MiB`, `GiB` or `TiB` (any case, spaces allowed between), at most 1 PiB.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "kib" => 10,
+        "mib" => 20,
+        "gib" => 30,
+        "tib" => 40,
+        _ => return Err(format!("expected a size such as 512MiB or 2GiB, not '{t}'")),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n <= 1 << 50)
+        .ok_or_else(|| format!("expected a size such as 512MiB or 2GiB (at most 1PiB), not '{t}'"))
 }
 
 /// The memory this process may use: `MemAvailable` of `/proc/meminfo`, or
@@ -847,6 +880,19 @@ impl ServerConfig {
             Some(_) => Some(on_off(&cli::HUGE_FILL)?),
             None => None,
         };
+        let read_cache = match env.get(&cli::READ_CACHE) {
+            None => None,
+            Some((v, name)) => {
+                let v = v.trim();
+                if v.eq_ignore_ascii_case("auto") {
+                    None
+                } else if v.eq_ignore_ascii_case("off") {
+                    Some(0)
+                } else {
+                    Some(parse_size(v).map_err(|e| ConfigError(format!("{name}='{v}': {e}")))?)
+                }
+            }
+        };
         let group_commit = on_off_or(&cli::GROUP_COMMIT, true)?;
         let huge_pages = on_off_or(&cli::HUGE_PAGES, true)?;
 
@@ -915,6 +961,7 @@ impl ServerConfig {
             requests_deadline,
             splice_get,
             huge_fill,
+            read_cache,
             group_commit,
             huge_pages,
             quiet: args.quiet,
@@ -1152,6 +1199,46 @@ mod tests {
                 .group_commit
         );
         assert!(resolve(&["/d"], &[("TESSERA_GROUP_COMMIT", "later")]).is_err());
+    }
+
+    #[test]
+    fn read_cache_sizes() {
+        assert_eq!(resolve(&["/d"], &[]).unwrap().read_cache, None);
+        for (v, want) in [
+            ("auto", None),
+            ("AUTO", None),
+            // An empty value is no value: the default.
+            ("", None),
+            ("off", Some(0)),
+            ("0", Some(0)),
+            ("4096", Some(4096)),
+            ("512MiB", Some(512 << 20)),
+            ("2 gib", Some(2 << 30)),
+            ("1TiB", Some(1 << 40)),
+            ("7B", Some(7)),
+        ] {
+            assert_eq!(
+                resolve(&["/d"], &[("TESSERA_READ_CACHE", v)])
+                    .unwrap()
+                    .read_cache,
+                want,
+                "{v}"
+            );
+        }
+        for bad in [
+            "lots",
+            "1.5GiB",
+            "-1",
+            "10MB",
+            "2048TiB",
+            "99999999999999999999",
+        ] {
+            let e = resolve(&["/d"], &[("TESSERA_READ_CACHE", bad)]).unwrap_err();
+            assert!(e.0.contains("TESSERA_READ_CACHE"), "{bad}: {}", e.0);
+        }
+        assert_eq!(read_cache_for(24 << 30), READ_CACHE_CAP);
+        assert_eq!(read_cache_for(2 << 30), 128 << 20);
+        assert_eq!(read_cache_for(0), 0);
     }
 
     #[test]

@@ -206,12 +206,22 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         huge_pages = drive::huge_pages(),
         "shard buffers in transparent huge pages (TESSERA_HUGE_PAGES)"
     );
+    let read_cache = match cfg.read_cache {
+        Some(bytes) => bytes,
+        None => config::read_cache_for(config::available_memory().unwrap_or(4 << 30)),
+    };
+    tracing::info!(
+        read_cache_mib = read_cache >> 20,
+        set = cfg.read_cache.is_some(),
+        "verified blocks of hot objects kept in memory (TESSERA_READ_CACHE; auto: 1/16 of the memory available, at most 1 GiB)"
+    );
     let opts = LayerOptions {
         parity: cfg.standard_parity,
         rrs_parity: cfg.rrs_parity,
         set_drive_count: cfg.drives.set_drive_count,
         drive: Some(drive_cfg),
         put_queue_bytes_per_drive: None,
+        read_cache_bytes: Some(usize::try_from(read_cache).unwrap_or(usize::MAX)),
     };
     let layer = Arc::new(
         ObjectLayer::open_pool_dirs(&cfg.drives.pools, opts)

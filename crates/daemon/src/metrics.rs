@@ -98,6 +98,12 @@ pub struct Metrics {
     md5_blocks: Family<Md5Path, Counter>,
     md5_lane_steps: Counter,
     huge_page_bytes: Gauge,
+    read_cache_hits: Counter,
+    read_cache_misses: Counter,
+    read_cache_evicted: Counter,
+    read_cache_seen: Mutex<object::layer::ReadCacheStats>,
+    read_cache_bytes: Gauge,
+    read_cache_budget: Gauge,
     md5_seen: Mutex<md5x::HubStats>,
     drives: Family<State, Gauge>,
     drive_online: Family<DriveLabel, Gauge>,
@@ -153,6 +159,12 @@ impl Metrics {
             md5_blocks: Family::default(),
             md5_lane_steps: Counter::default(),
             huge_page_bytes: Gauge::default(),
+            read_cache_hits: Counter::default(),
+            read_cache_misses: Counter::default(),
+            read_cache_evicted: Counter::default(),
+            read_cache_seen: Mutex::new(Default::default()),
+            read_cache_bytes: Gauge::default(),
+            read_cache_budget: Gauge::default(),
             md5_seen: Mutex::new(md5x::HubStats::default()),
             drives: Family::default(),
             drive_online: Family::default(),
@@ -235,6 +247,31 @@ impl Metrics {
             "buffer_huge_page_bytes",
             "Bytes mapped in 2 MiB huge-page regions for shard record buffers (TESSERA_HUGE_PAGES): the buffers out and those the pools keep, plus the free room of regions that still have buffers out",
             m.huge_page_bytes.clone(),
+        );
+        registry.register(
+            "read_cache_hits",
+            "Erasure blocks of GETs served from the read cache (TESSERA_READ_CACHE): verified data, neither read from the drives nor hashed again",
+            m.read_cache_hits.clone(),
+        );
+        registry.register(
+            "read_cache_misses",
+            "Erasure blocks of GETs looked up in the read cache and read from the drives",
+            m.read_cache_misses.clone(),
+        );
+        registry.register(
+            "read_cache_evicted_bytes",
+            "Bytes of blocks the read cache dropped, least recently used first, to stay within its budget",
+            m.read_cache_evicted.clone(),
+        );
+        registry.register(
+            "read_cache_bytes",
+            "Bytes of verified blocks the read cache holds",
+            m.read_cache_bytes.clone(),
+        );
+        registry.register(
+            "read_cache_budget_bytes",
+            "The read cache's budget (TESSERA_READ_CACHE; 0: no cache)",
+            m.read_cache_budget.clone(),
         );
         registry.register(
             "md5_lane_steps",
@@ -374,6 +411,23 @@ impl Metrics {
             &self.group_syncs_seen,
             drive::group_commit_syncs_total(),
         );
+        {
+            let now = layer.read_cache_stats().unwrap_or_default();
+            let mut seen = self
+                .read_cache_seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            self.read_cache_hits
+                .inc_by(now.hits.saturating_sub(seen.hits));
+            self.read_cache_misses
+                .inc_by(now.misses.saturating_sub(seen.misses));
+            self.read_cache_evicted
+                .inc_by(now.evicted_bytes.saturating_sub(seen.evicted_bytes));
+            let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            self.read_cache_bytes.set(clamp(now.bytes));
+            self.read_cache_budget.set(clamp(now.budget));
+            *seen = now;
+        }
         {
             let now = md5x::Md5Hub::global().stats();
             let mut seen = self.md5_seen.lock().unwrap_or_else(|e| e.into_inner());

@@ -36,6 +36,7 @@
 //! # }).unwrap();
 //! ```
 
+pub mod cache;
 pub mod error;
 pub mod list;
 pub mod lock;
@@ -57,6 +58,7 @@ pub use placement::StorageClassConfig;
 use tokio::io::{AsyncRead, AsyncWrite};
 use uuid::Uuid;
 
+pub use cache::{ReadCache, ReadCacheStats};
 pub use drive::pipe::{Pipe, PipePool};
 pub use error::{Error, Result};
 pub use list::{ListOptions, ListResult, ListVersionsResult, ListedEncryption, ListedObject};
@@ -95,6 +97,9 @@ pub struct LayerOptions {
     /// being written to each drive of a set, all uploads together (16 MiB
     /// when `None`); uploads beyond it wait for the drives.
     pub put_queue_bytes_per_drive: Option<usize>,
+    /// Bytes of verified erasure blocks of hot objects kept in memory
+    /// ([`ReadCache`]); no cache when `None` or 0.
+    pub read_cache_bytes: Option<usize>,
 }
 
 /// One pool: a range of the layer's sets and how keys hash onto them.
@@ -148,6 +153,8 @@ pub struct ObjectLayer {
     /// full, the next full pass finds them anyway).
     heal_tx: tokio::sync::mpsc::Sender<HealRequest>,
     heal_rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<HealRequest>>,
+    /// The read cache every set reads through, if any.
+    read_cache: Option<Arc<ReadCache>>,
 }
 
 /// An object version that a read found damaged: some drives of its set
@@ -272,6 +279,10 @@ impl ObjectLayer {
             }
         }
 
+        let read_cache = opts
+            .read_cache_bytes
+            .filter(|&b| b > 0)
+            .map(|b| Arc::new(ReadCache::new(b)));
         let mut sets = Vec::new();
         let mut pool_ranges = Vec::with_capacity(pools.len());
         for (drives, &size) in pools.iter().zip(&set_sizes) {
@@ -280,6 +291,10 @@ impl ObjectLayer {
                 let mut set = ErasureSet::new(chunk.to_vec(), storage_class.standard_parity())?;
                 if let Some(bytes) = opts.put_queue_bytes_per_drive {
                     set = set.with_put_queue(bytes);
+                }
+                if let Some(cache) = &read_cache {
+                    let index = u32::try_from(sets.len()).unwrap_or(u32::MAX);
+                    set = set.with_read_cache(Arc::clone(cache), index);
                 }
                 set.ensure_meta_volumes().await;
                 let cleaned = set.clean_tmp().await;
@@ -304,6 +319,7 @@ impl ObjectLayer {
             configs: Mutex::new(HashMap::new()),
             heal_tx,
             heal_rx: tokio::sync::Mutex::new(heal_rx),
+            read_cache,
         };
         layer.spread_buckets().await;
         Ok(layer)
@@ -346,6 +362,11 @@ impl ObjectLayer {
     pub fn with_locker(mut self, locker: Arc<dyn Locker>) -> Self {
         self.locker = locker;
         self
+    }
+
+    /// What the read cache holds and has done, if there is one.
+    pub fn read_cache_stats(&self) -> Option<ReadCacheStats> {
+        self.read_cache.as_ref().map(|c| c.stats())
     }
 
     /// The deployment id (from `format.json`).

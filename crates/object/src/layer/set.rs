@@ -32,6 +32,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use uuid::Uuid;
 
 use super::LOCK_TIMEOUT;
+use super::cache::{PartId, ReadCache};
 use super::error::{Error, Result};
 use super::lock::{LockGuard, Locker};
 use super::names::object_dir;
@@ -204,6 +205,8 @@ pub struct ErasureSet {
     /// The shard records that streamed PUTs may have queued for or being
     /// written to this set's drives, all uploads together.
     put_queue: Arc<PutQueue>,
+    /// The layer's read cache and this set's index in the layer.
+    cache: Option<(Arc<ReadCache>, u32)>,
 }
 
 /// What reading the metadata of one object on every drive gave.
@@ -232,7 +235,15 @@ impl ErasureSet {
             bitrot: Bitrot::minio(),
             read_pools: Mutex::new(ReadPools::default()),
             put_queue: PutQueue::new(n.saturating_mul(PUT_QUEUE_BYTES_PER_DRIVE)),
+            cache: None,
         })
+    }
+
+    /// The same set reading through `cache` (shared by the layer's sets;
+    /// `index` tells this set's blocks from the others').
+    pub(crate) fn with_read_cache(mut self, cache: Arc<ReadCache>, index: u32) -> Self {
+        self.cache = Some((cache, index));
+        self
     }
 
     /// The same set with a PUT queue of `bytes_per_drive` per drive instead
@@ -241,6 +252,14 @@ impl ErasureSet {
     pub fn with_put_queue(mut self, bytes_per_drive: usize) -> Self {
         self.put_queue = PutQueue::new(self.drives.len().saturating_mul(bytes_per_drive));
         self
+    }
+
+    /// Drops the read cache's blocks of the versions whose data directory
+    /// is `data_dir` (it is being removed).
+    fn forget_cached(&self, data_dir: &[u8; 16]) {
+        if let Some((cache, set)) = &self.cache {
+            cache.forget(*set, data_dir);
+        }
     }
 
     /// The set's drives, in set order.
@@ -892,8 +911,10 @@ impl ErasureSet {
         }
         if done.len() >= quorum {
             for (d, (_, old_dir)) in &done {
-                if let Some(p) = old_dir {
-                    let _ = self.drives[*d].delete(bucket, p, true).await;
+                if let Some(dd) = old_dir {
+                    self.forget_cached(dd);
+                    let p = format!("{dir}/{}", Uuid::from_bytes(*dd));
+                    let _ = self.drives[*d].delete(bucket, &p, true).await;
                 }
             }
             return Ok(());
@@ -1130,6 +1151,22 @@ impl ErasureSet {
                 let layout = bitrot::ShardLayout::new(shard_size, shard_data_len(psize, k))
                     .map_err(|e| Error::Internal(format!("layout: {e}")))?;
                 let frame = bitrot::ShardFrame::new(layout, self.bitrot);
+                let cache = match (&self.cache, u32::try_from(pn)) {
+                    (Some((cache, set)), Ok(part)) if !inline => Some(CachedPart {
+                        cache,
+                        part: PartId {
+                            set: *set,
+                            data_dir: ov.data_dir,
+                            mod_time: ov.mod_time,
+                            part,
+                            size: psize,
+                            data_shards: k as u32,
+                            block_size,
+                        },
+                        admit: std::sync::OnceLock::new(),
+                    }),
+                    _ => None,
+                };
                 let lo = offset.max(p0) - p0;
                 let hi = end.min(p1) - p0;
                 let (b0, b1) = (lo / block_size, (hi - 1) / block_size);
@@ -1151,6 +1188,7 @@ impl ErasureSet {
                     pool: pool.as_ref(),
                     piped: sink.wants_pipes(),
                     files: files.as_ref(),
+                    cache: cache.as_ref(),
                 };
                 // Shard reads of the next blocks are in flight while the
                 // current one is verified and sent, once a read had to wait
@@ -1206,6 +1244,15 @@ impl ErasureSet {
         sl: usize,
         bad: &[bool],
     ) -> BlockFetch {
+        if let Some(c) = src.cache
+            && let Some(data) = c.cache.get(&c.part, b)
+        {
+            return BlockFetch {
+                block: b,
+                reads: Vec::new(),
+                cached: Some(data),
+            };
+        }
         let mut reads = Vec::with_capacity(k);
         for (s, holders) in src.holder.iter().enumerate() {
             if reads.len() == k {
@@ -1230,7 +1277,11 @@ impl ErasureSet {
             });
             reads.push((s, d, task));
         }
-        BlockFetch { block: b, reads }
+        BlockFetch {
+            block: b,
+            reads,
+            cached: None,
+        }
     }
 
     /// The `k` data shards of block `b`: from its fetch when every shard
@@ -1238,9 +1289,50 @@ impl ErasureSet {
     /// ([`verify_records`]; reconstructing from parity if the fetch
     /// had to include parity), else read again shard by shard, trying
     /// every remaining drive ([`read_block`](Self::read_block)). With
-    /// whether every read of the fetch completed without waiting.
+    /// whether every read of the fetch completed without waiting. A block
+    /// the fetch found in the read cache is its cached bytes; a block read
+    /// from the drives is added to the cache if the part is admitted.
     #[allow(clippy::too_many_arguments)]
     async fn finish_block(
+        &self,
+        rs: &Coder,
+        src: &FetchSource<'_>,
+        r: &Resolved,
+        mut fetched: Option<BlockFetch>,
+        b: u64,
+        sl: usize,
+        pi: usize,
+        bad: &mut [bool],
+        inline: bool,
+    ) -> Result<(Vec<Chunk>, bool)> {
+        let k = rs.data_shards();
+        if let Some(data) = fetched.as_mut().and_then(|f| f.cached.take()) {
+            let chunks = (0..k)
+                .map(|s| Chunk::from(data.slice(s * sl..(s + 1) * sl)))
+                .collect();
+            return Ok((chunks, true));
+        }
+        let (chunks, at_once) = self
+            .verify_block(rs, src, r, fetched, b, sl, pi, bad, inline)
+            .await?;
+        if let Some(c) = src.cache
+            && *c.admit.get_or_init(|| c.cache.admit(&c.part))
+        {
+            let mut data = Vec::with_capacity(k * sl);
+            for chunk in &chunks {
+                data.extend_from_slice(chunk.as_slice());
+            }
+            if data.len() == k * sl {
+                c.cache.insert(&c.part, b, Bytes::from(data));
+            }
+        }
+        Ok((chunks, at_once))
+    }
+
+    /// [`finish_block`](Self::finish_block) for a block read from the
+    /// drives.
+    #[allow(clippy::too_many_arguments)]
+    async fn verify_block(
         &self,
         rs: &Coder,
         src: &FetchSource<'_>,
@@ -1473,6 +1565,7 @@ impl ErasureSet {
             for drive in &self.drives {
                 let (drive, bucket, dir) = (drive.clone(), bucket.to_owned(), dir.clone());
                 let dm = dm.clone();
+                let cache = self.cache.clone();
                 set.spawn(async move {
                     let path = format!("{dir}/{XL_META}");
                     let mut meta = match drive.read_all(&bucket, &path, MAX_XL_META).await {
@@ -1489,6 +1582,9 @@ impl ErasureSet {
                         && !o.inline_data()
                         && meta.shared_data_dir_count(&vid, &o.data_dir) == 0
                     {
+                        if let Some((cache, set)) = &cache {
+                            cache.forget(*set, &o.data_dir);
+                        }
                         let p = format!("{dir}/{}", Uuid::from_bytes(o.data_dir));
                         let _ = drive.delete(&bucket, &p, true).await;
                     }
@@ -1522,6 +1618,9 @@ impl ErasureSet {
         };
         let vid = sel.bytes();
         let is_dm = matches!(resolved.version.kind, VersionKind::DeleteMarker(_));
+        if let Some(o) = resolved.version.as_object() {
+            self.forget_cached(&o.data_dir);
+        }
         let mut set = JoinSet::new();
         for (d, drive) in self.drives.iter().enumerate() {
             let Some(meta) = resolved.metas[d].clone() else {
@@ -1959,7 +2058,7 @@ pub(crate) async fn commit_one(
     shard: Option<Vec<u8>>,
     tmp_src: Option<(&'static str, String)>,
     dst: &str,
-) -> Result<(Option<Vec<u8>>, Option<String>)> {
+) -> Result<(Option<Vec<u8>>, Option<[u8; 16]>)> {
     let path = format!("{dir}/{XL_META}");
     let prev = match drive.read_all(bucket, &path, MAX_XL_META).await {
         Ok(b) => Some(b),
@@ -1971,6 +2070,7 @@ pub(crate) async fn commit_one(
         None => XlMeta::new(),
     };
     let vid = ov.version_id;
+    let new_dir = ov.data_dir;
     match shard {
         Some(s) => meta.set_inline_data(&vid, s),
         // A streamed version replacing an inline one (the null version)
@@ -1990,8 +2090,8 @@ pub(crate) async fn commit_one(
         .as_ref()
         .and_then(|old| old.as_object())
         .filter(|o| !o.inline_data() && meta.shared_data_dir_count(&vid, &o.data_dir) == 0)
-        .map(|o| format!("{dir}/{}", Uuid::from_bytes(o.data_dir)))
-        .filter(|p| p != dst);
+        .map(|o| o.data_dir)
+        .filter(|dd| *dd != new_dir);
     Ok((prev, old_dir))
 }
 
@@ -2227,6 +2327,18 @@ struct FetchSource<'a> {
     piped: bool,
     /// The shard files opened so far (`None` for an inline object).
     files: Option<&'a ShardFiles>,
+    /// The read cache and the part as it knows it (`None` for an inline
+    /// object, or without a cache).
+    cache: Option<&'a CachedPart<'a>>,
+}
+
+/// A part being read through the read cache.
+struct CachedPart<'a> {
+    cache: &'a ReadCache,
+    part: PartId,
+    /// Whether blocks read from the drives are added: asked of the cache
+    /// at the part's first miss.
+    admit: std::sync::OnceLock<bool>,
 }
 
 /// A shard read in flight: the shard data (not yet verified) and whether
@@ -2237,6 +2349,8 @@ type ShardRead = JoinHandle<std::result::Result<(Chunk, bool), String>>;
 struct BlockFetch {
     block: u64,
     reads: Vec<(usize, usize, ShardRead)>,
+    /// The block's data shards from the read cache (then nothing is read).
+    cached: Option<Bytes>,
 }
 
 impl Drop for BlockFetch {
@@ -2945,6 +3059,7 @@ mod tests {
             bitrot: Bitrot::minio(),
             read_pools: Mutex::new(ReadPools::default()),
             put_queue: PutQueue::new(PUT_QUEUE_BYTES_PER_DRIVE),
+            cache: None,
         };
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut byte = move || {

@@ -1,0 +1,306 @@
+//! The read cache (`LayerOptions::read_cache_bytes`): a part is cached at
+//! its second read and served from memory from then on, the same bytes for
+//! every range; an overwritten or deleted version's blocks are dropped
+//! with its data; one pass over objects, or a part above a quarter of the
+//! budget, caches nothing.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use object::layer::{
+    GetOptions, LayerOptions, ObjectLayer, PutOptions, Range, ReadCacheStats, VersionSel,
+};
+use support::{data, dirs, get};
+
+/// Bytes of one cached block on 2+2 with 1 MiB blocks (its two data
+/// shards).
+const BLOCK: u64 = 1 << 20;
+
+/// Bytes cached for a part of `size` bytes: whole blocks, and the last
+/// one's two shards (the second padded to the first's length).
+fn cached_size(size: u64) -> u64 {
+    let tail = size % BLOCK;
+    size - tail + tail.div_ceil(2) * 2
+}
+
+async fn open(ds: &[PathBuf], cache: Option<usize>) -> ObjectLayer {
+    let opts = LayerOptions {
+        read_cache_bytes: cache,
+        ..LayerOptions::default()
+    };
+    ObjectLayer::open_dirs(ds, opts).await.expect("open")
+}
+
+async fn put(l: &ObjectLayer, b: &str, k: &str, body: &[u8]) -> Option<uuid::Uuid> {
+    l.put_object(
+        b,
+        k,
+        &mut &body[..],
+        &PutOptions {
+            size: Some(body.len() as u64),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("put {k}: {e}"))
+    .version_id
+}
+
+fn stats(l: &ObjectLayer) -> ReadCacheStats {
+    l.read_cache_stats().expect("a cache")
+}
+
+async fn range(l: &ObjectLayer, b: &str, k: &str, offset: u64, len: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let opts = GetOptions {
+        range: Some(Range::From {
+            offset,
+            length: Some(len),
+        }),
+        ..Default::default()
+    };
+    l.get_object(b, k, &opts, &mut out)
+        .await
+        .unwrap_or_else(|e| panic!("range {offset}+{len} of {k}: {e}"));
+    out
+}
+
+/// Removes every shard file of `key` from every drive.
+fn remove_shards(ds: &[PathBuf], bucket: &str, key: &str) -> usize {
+    let mut removed = 0;
+    for d in ds {
+        let obj: &Path = &d.join(bucket).join(key);
+        for e in std::fs::read_dir(obj).unwrap().flatten() {
+            if e.path().is_dir() {
+                std::fs::remove_dir_all(e.path()).unwrap();
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_part_is_cached_at_its_second_read_then_served_from_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let l = open(&ds, Some(64 << 20)).await;
+    assert!(open(&ds, None).await.read_cache_stats().is_none());
+    l.make_bucket("rcache").await.unwrap();
+    let body = data(3 * (1 << 20) + 777, 1);
+    put(&l, "rcache", "k", &body).await;
+    let blocks = 4;
+
+    assert_eq!(get(&l, "rcache", "k").await.unwrap(), body);
+    let s = stats(&l);
+    assert_eq!(
+        (s.hits, s.misses, s.inserted_bytes),
+        (0, blocks, 0),
+        "{s:?}"
+    );
+
+    assert_eq!(get(&l, "rcache", "k").await.unwrap(), body);
+    let s = stats(&l);
+    assert_eq!((s.hits, s.misses), (0, 2 * blocks), "{s:?}");
+    assert_eq!(s.inserted_bytes, cached_size(body.len() as u64), "{s:?}");
+    assert_eq!(s.bytes, s.inserted_bytes);
+
+    assert_eq!(get(&l, "rcache", "k").await.unwrap(), body);
+    let s = stats(&l);
+    assert_eq!((s.hits, s.misses), (blocks, 2 * blocks), "{s:?}");
+
+    // The shard files are gone from every drive: a read without the cache
+    // fails, the cached blocks still serve the verified bytes.
+    assert_eq!(remove_shards(&ds, "rcache", "k"), 4);
+    let uncached = open(&ds, None).await;
+    assert!(get(&uncached, "rcache", "k").await.is_err());
+    assert_eq!(get(&l, "rcache", "k").await.unwrap(), body);
+    assert_eq!(stats(&l).hits, 2 * blocks);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ranges_of_cached_blocks_and_parts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let l = open(&ds, Some(64 << 20)).await;
+    l.make_bucket("rcache").await.unwrap();
+    let body = data(5 * (1 << 20) + 12_345, 2);
+    put(&l, "rcache", "one", &body).await;
+    // A multipart object: a 5 MiB part and a short one.
+    let (p1, p2) = (data(5 << 20, 3), data((1 << 20) + 4099, 4));
+    let id = l
+        .create_multipart_upload("rcache", "multi", &PutOptions::default())
+        .await
+        .unwrap();
+    let mut done = Vec::new();
+    for (n, p) in [(1i64, &p1), (2, &p2)] {
+        let up = l
+            .upload_part("rcache", "multi", &id, n, &mut &p[..], None)
+            .await
+            .unwrap();
+        done.push((n, up.etag));
+    }
+    l.complete_multipart_upload("rcache", "multi", &id, &done)
+        .await
+        .unwrap();
+    let whole = [p1.clone(), p2.clone()].concat();
+
+    for _ in 0..2 {
+        assert_eq!(get(&l, "rcache", "one").await.unwrap(), body);
+        assert_eq!(get(&l, "rcache", "multi").await.unwrap(), whole);
+    }
+    let cached = stats(&l);
+    assert_eq!(
+        cached.inserted_bytes,
+        cached_size(body.len() as u64)
+            + cached_size(p1.len() as u64)
+            + cached_size(p2.len() as u64),
+        "{cached:?}"
+    );
+
+    let half = BLOCK / 2;
+    let cases = |size: u64| {
+        vec![
+            (0, 1),
+            (half - 1, 2),
+            (BLOCK - 1, 2),
+            (BLOCK - 3, BLOCK + 6),
+            (half + 17, 3 * BLOCK),
+            (size - 1, 1),
+            (size - BLOCK - 5, BLOCK + 5),
+            (0, size),
+        ]
+    };
+    for (key, full) in [("one", &body), ("multi", &whole)] {
+        let size = full.len() as u64;
+        let mut list = cases(size);
+        if key == "multi" {
+            // Across the part boundary.
+            list.push(((5 << 20) - 10, 20));
+            list.push(((5 << 20) - BLOCK, 2 * BLOCK + 1));
+        }
+        for (offset, len) in list {
+            let want = &full[offset as usize..(offset + len) as usize];
+            assert!(
+                range(&l, "rcache", key, offset, len).await == want,
+                "{key}: {offset}+{len}"
+            );
+        }
+    }
+    let s = stats(&l);
+    assert_eq!(s.misses, cached.misses, "every range from the cache: {s:?}");
+    assert!(s.hits > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overwritten_or_deleted_version_leaves_with_its_blocks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let l = open(&ds, Some(64 << 20)).await;
+    l.make_bucket("rcache").await.unwrap();
+    let (old, new) = (data(2 << 20, 5), data((2 << 20) + 1, 6));
+    put(&l, "rcache", "k", &old).await;
+    for _ in 0..3 {
+        assert_eq!(get(&l, "rcache", "k").await.unwrap(), old);
+    }
+    assert_eq!(stats(&l).bytes, 2 * BLOCK);
+
+    put(&l, "rcache", "k", &new).await;
+    let s = stats(&l);
+    assert_eq!((s.bytes, s.forgotten_bytes), (0, 2 * BLOCK), "{s:?}");
+    for _ in 0..3 {
+        assert_eq!(get(&l, "rcache", "k").await.unwrap(), new);
+    }
+    assert_eq!(stats(&l).bytes, 2 * BLOCK + 2);
+
+    l.delete_object("rcache", "k", None).await.unwrap();
+    let s = stats(&l);
+    assert_eq!((s.bytes, s.forgotten_bytes), (0, 4 * BLOCK + 2), "{s:?}");
+    assert!(matches!(get(&l, "rcache", "k").await, Err(e) if e.is_not_found()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_are_cached_and_dropped_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let l = open(&ds, Some(64 << 20)).await;
+    l.make_bucket("rcv").await.unwrap();
+    l.set_bucket_versioning("rcv", true).await.unwrap();
+    let (b1, b2) = (data(2 << 20, 7), data(2 << 20, 8));
+    let v1 = put(&l, "rcv", "k", &b1).await.expect("a version id");
+    let v2 = put(&l, "rcv", "k", &b2).await.expect("a version id");
+    let read = |v| {
+        let l = &l;
+        async move {
+            let mut out = Vec::new();
+            let opts = GetOptions {
+                version_id: Some(VersionSel::Id(v)),
+                ..Default::default()
+            };
+            l.get_object("rcv", "k", &opts, &mut out).await.map(|_| out)
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(read(v1).await.unwrap(), b1);
+        assert_eq!(read(v2).await.unwrap(), b2);
+    }
+    assert_eq!(stats(&l).bytes, 4 * BLOCK);
+
+    l.delete_object("rcv", "k", Some(VersionSel::Id(v1)))
+        .await
+        .unwrap();
+    assert_eq!(stats(&l).bytes, 2 * BLOCK, "v2's blocks stay");
+    let hits = stats(&l).hits;
+    assert_eq!(read(v2).await.unwrap(), b2);
+    assert_eq!(stats(&l).hits, hits + 2);
+    assert!(matches!(read(v1).await, Err(e) if e.is_not_found()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_pass_and_large_parts_are_not_cached() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    // A quarter of the budget is 2 MiB.
+    let l = open(&ds, Some(8 << 20)).await;
+    l.make_bucket("rcache").await.unwrap();
+    let mut bodies = Vec::new();
+    for i in 0..10 {
+        let body = data(1 << 20, 10 + i as u64);
+        put(&l, "rcache", &format!("small{i}"), &body).await;
+        bodies.push(body);
+    }
+    for (i, body) in bodies.iter().enumerate() {
+        assert_eq!(
+            &get(&l, "rcache", &format!("small{i}")).await.unwrap(),
+            body
+        );
+    }
+    assert_eq!(stats(&l).inserted_bytes, 0, "read once: nothing cached");
+
+    let big = data((2 << 20) + 1, 20);
+    put(&l, "rcache", "big", &big).await;
+    for _ in 0..3 {
+        assert_eq!(get(&l, "rcache", "big").await.unwrap(), big);
+    }
+    assert_eq!(stats(&l).inserted_bytes, 0, "above a quarter of the budget");
+
+    // Read again, the small ones are cached, within the budget: the
+    // first two went out for the last two.
+    for (i, body) in bodies.iter().enumerate() {
+        assert_eq!(
+            &get(&l, "rcache", &format!("small{i}")).await.unwrap(),
+            body
+        );
+    }
+    let s = stats(&l);
+    assert_eq!(s.inserted_bytes, 10 * BLOCK, "{s:?}");
+    assert_eq!((s.bytes, s.evicted_bytes), (8 * BLOCK, 2 * BLOCK), "{s:?}");
+    // What is cached reads back right; what was evicted, from the drives.
+    for (i, body) in bodies.iter().enumerate() {
+        assert_eq!(
+            &get(&l, "rcache", &format!("small{i}")).await.unwrap(),
+            body
+        );
+    }
+}
