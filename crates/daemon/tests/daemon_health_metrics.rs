@@ -213,3 +213,87 @@ fn metrics_can_be_public() {
     let out = d.stdout.lock().unwrap().join("\n");
     assert!(!out.contains("RootUser"), "{out}");
 }
+
+/// The read cache through the real server: a hot object's blocks are
+/// served from memory from its third GET (the second admits them), an
+/// overwrite is read right at once and the old blocks leave with the old
+/// data, and `TESSERA_READ_CACHE=off` keeps nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_objects_are_served_from_the_read_cache() {
+    let metric = |d: &Daemon, name: &str| {
+        let m = d.get("/tessera/metrics", &[]).text();
+        metric_value(&m, name).unwrap_or_else(|| panic!("no {name} in\n{m}"))
+    };
+    let body = |seed: u32, len: u32| -> Vec<u8> {
+        (0..len)
+            .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect()
+    };
+    for (setting, budget) in [("64MiB", 64u64 << 20), ("off", 0)] {
+        let home = tempfile::tempdir().unwrap();
+        let mut cmd = tessera(home.path());
+        cmd.args(["server", "--address", "127.0.0.1:0", "--quiet"])
+            .args(drive_dirs(home.path(), 4))
+            .env("TESSERA_ROOT_USER", USER)
+            .env("TESSERA_ROOT_PASSWORD", PASSWORD)
+            .env("TESSERA_PROMETHEUS_AUTH_TYPE", "public")
+            .env("TESSERA_READ_CACHE", setting);
+        let d = Daemon::start(cmd);
+        assert_eq!(metric(&d, "tessera_read_cache_budget_bytes"), budget);
+        let s3 = d.s3(USER, PASSWORD);
+        s3.create_bucket().bucket("hot").send().await.unwrap();
+        // 3 MiB and 4 bytes: four erasure blocks, the last of 4 bytes.
+        let old = body(1, (3 << 20) + 4);
+        s3.put_object()
+            .bucket("hot")
+            .key("k")
+            .body(old.clone().into())
+            .send()
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            assert!(
+                get_bytes(&s3, "hot", "k").await == old,
+                "{setting}: GET of k"
+            );
+        }
+        let (hits, cached) = (
+            metric(&d, "tessera_read_cache_hits_total"),
+            metric(&d, "tessera_read_cache_bytes"),
+        );
+        if budget == 0 {
+            assert_eq!((hits, cached), (0, 0), "{setting}");
+            continue;
+        }
+        assert_eq!(hits, 4, "the third GET's four blocks");
+        assert_eq!(cached, old.len() as u64);
+        assert_eq!(metric(&d, "tessera_read_cache_misses_total"), 8);
+
+        let new = body(2, 5 << 20);
+        s3.put_object()
+            .bucket("hot")
+            .key("k")
+            .body(new.clone().into())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            metric(&d, "tessera_read_cache_bytes"),
+            0,
+            "old blocks dropped"
+        );
+        for _ in 0..3 {
+            assert!(get_bytes(&s3, "hot", "k").await == new, "GET of the new k");
+        }
+        assert_eq!(metric(&d, "tessera_read_cache_bytes"), 5 << 20);
+        assert_eq!(metric(&d, "tessera_read_cache_hits_total"), 4 + 5);
+        s3.delete_object()
+            .bucket("hot")
+            .key("k")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(metric(&d, "tessera_read_cache_bytes"), 0, "deleted");
+        assert_eq!(metric(&d, "tessera_read_cache_evicted_bytes_total"), 0);
+    }
+}
