@@ -58,6 +58,7 @@ fn b64(b: &[u8]) -> String {
 
 struct Server {
     endpoint: String,
+    layer: Arc<ObjectLayer>,
     dirs: Vec<PathBuf>,
     _tmp: tempfile::TempDir,
     task: tokio::task::JoinHandle<()>,
@@ -70,14 +71,21 @@ impl Drop for Server {
 }
 
 async fn serve(dirs: Vec<PathBuf>, tmp: tempfile::TempDir, kms: bool) -> Server {
+    serve_with(dirs, tmp, kms, LayerOptions::default()).await
+}
+
+async fn serve_with(
+    dirs: Vec<PathBuf>,
+    tmp: tempfile::TempDir,
+    kms: bool,
+    opts: LayerOptions,
+) -> Server {
     for d in &dirs {
         std::fs::create_dir_all(d).unwrap();
     }
-    let layer = ObjectLayer::open_dirs(&dirs, LayerOptions::default())
-        .await
-        .unwrap();
+    let layer = Arc::new(ObjectLayer::open_dirs(&dirs, opts).await.unwrap());
     let gw = Arc::new(Gateway::new(
-        Arc::new(layer),
+        Arc::clone(&layer),
         GatewayConfig {
             credentials: vec![(AK.into(), SK.into())],
             encryption: EncryptionConfig {
@@ -112,6 +120,7 @@ async fn serve(dirs: Vec<PathBuf>, tmp: tempfile::TempDir, kms: bool) -> Server 
     });
     Server {
         endpoint: format!("http://{addr}"),
+        layer,
         dirs,
         _tmp: tmp,
         task,
@@ -313,6 +322,70 @@ async fn sse_s3_and_kms_round_trips_and_ranges() {
         !contains(&disk, &big[5000..5064]),
         "SSE-S3 plaintext on disk"
     );
+}
+
+/// Encrypted objects read through the read cache: it holds what the
+/// drives hold (ciphertext), and decrypting a GET's bytes in place must
+/// not change the cached copy the next GET gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encrypted_objects_through_the_read_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = (0..4).map(|i| tmp.path().join(format!("d{i}"))).collect();
+    let opts = LayerOptions {
+        read_cache_bytes: Some(64 << 20),
+        ..LayerOptions::default()
+    };
+    let srv = serve_with(dirs, tmp, true, opts).await;
+    let c = client(&srv.endpoint, AK, SK);
+    c.create_bucket().bucket("encc").send().await.unwrap();
+    let d = data((3 << 20) + 17, 41);
+    c.put_object()
+        .bucket("encc")
+        .key("s3")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .body(ByteStream::from(d.clone()))
+        .send()
+        .await
+        .unwrap();
+    let key = [9u8; 32];
+    let (key_b64, key_md5) = (b64(&key), b64(&md5::Md5::digest(key)));
+    c.put_object()
+        .bucket("encc")
+        .key("c")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&key_b64)
+        .sse_customer_key_md5(&key_md5)
+        .body(ByteStream::from(d.clone()))
+        .send()
+        .await
+        .unwrap();
+    let ranges = [
+        (0, d.len() - 1),
+        (65_530, 131_080),
+        ((1 << 20) - 3, (2 << 20) + 3),
+    ];
+    for round in 0..4 {
+        assert!(get(&c, "encc", "s3").await == d, "SSE-S3, round {round}");
+        for (lo, hi) in ranges {
+            let got = c
+                .get_object()
+                .bucket("encc")
+                .key("c")
+                .sse_customer_algorithm("AES256")
+                .sse_customer_key(&key_b64)
+                .sse_customer_key_md5(&key_md5)
+                .range(format!("bytes={lo}-{hi}"))
+                .send()
+                .await
+                .unwrap();
+            let b = got.body.collect().await.unwrap().into_bytes();
+            assert!(b[..] == d[lo..=hi], "SSE-C {lo}-{hi}, round {round}");
+        }
+    }
+    let s = srv.layer.read_cache_stats().expect("a cache");
+    assert!(s.hits >= 8, "{s:?}");
+    // Ciphertext: a little more than the plaintext, for both objects.
+    assert!(s.bytes > 2 * d.len() as u64, "{s:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
