@@ -2,7 +2,8 @@
 //! its second read and served from memory from then on, the same bytes for
 //! every range; an overwritten or deleted version's blocks are dropped
 //! with its data; one pass over objects, or a part above a quarter of the
-//! budget, caches nothing.
+//! budget, caches nothing; a full cache takes only parts read more often
+//! than what it would drop.
 
 mod support;
 
@@ -258,7 +259,7 @@ async fn versions_are_cached_and_dropped_apart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_pass_and_large_parts_are_not_cached() {
+async fn one_pass_large_parts_and_a_full_cache() {
     let tmp = tempfile::tempdir().unwrap();
     let ds = dirs(tmp.path(), 4);
     // A quarter of the budget is 2 MiB.
@@ -285,8 +286,8 @@ async fn one_pass_and_large_parts_are_not_cached() {
     }
     assert_eq!(stats(&l).inserted_bytes, 0, "above a quarter of the budget");
 
-    // Read again, the small ones are cached, within the budget: the
-    // first two went out for the last two.
+    // Read again, the first eight fill the budget; the last two, read no
+    // more often than those, replace nothing.
     for (i, body) in bodies.iter().enumerate() {
         assert_eq!(
             &get(&l, "rcache", &format!("small{i}")).await.unwrap(),
@@ -294,8 +295,31 @@ async fn one_pass_and_large_parts_are_not_cached() {
         );
     }
     let s = stats(&l);
-    assert_eq!(s.inserted_bytes, 10 * BLOCK, "{s:?}");
-    assert_eq!((s.bytes, s.evicted_bytes), (8 * BLOCK, 2 * BLOCK), "{s:?}");
+    assert_eq!((s.inserted_bytes, s.bytes), (8 * BLOCK, 8 * BLOCK), "{s:?}");
+    assert_eq!(s.evicted_bytes, 0);
+    // Read a third time, the last two are read more often than the first
+    // two, the least recently used: they take their place.
+    for i in [8, 9] {
+        assert_eq!(
+            get(&l, "rcache", &format!("small{i}")).await.unwrap(),
+            bodies[i]
+        );
+    }
+    let s = stats(&l);
+    assert_eq!(
+        (s.inserted_bytes, s.bytes),
+        (10 * BLOCK, 8 * BLOCK),
+        "{s:?}"
+    );
+    assert_eq!(s.evicted_bytes, 2 * BLOCK);
+    let hits = s.hits;
+    for (i, body) in bodies.iter().enumerate().skip(2) {
+        assert_eq!(
+            &get(&l, "rcache", &format!("small{i}")).await.unwrap(),
+            body
+        );
+    }
+    assert_eq!(stats(&l).hits, hits + 8, "2 to 9 from the cache");
     // What is cached reads back right; what was evicted, from the drives.
     for (i, body) in bodies.iter().enumerate() {
         assert_eq!(

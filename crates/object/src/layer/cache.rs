@@ -22,13 +22,19 @@
 //!   damage (it reads the shard files, never this cache), or the first read
 //!   after the block is evicted.
 //!
-//! Admission: a part is cached only when it is read a second time while
-//!   the first read is still remembered (a bounded list of the parts read
-//!   recently), and only if it is at most a quarter of the budget, so one
-//!   pass over many objects (a backup, a scan) does not flush what is hot.
-//!   Eviction is least recently used, by bytes.
+//! Admission (TinyLFU's idea): every read of a part is counted in a small
+//! frequency sketch whose counts halve now and then, so they follow what
+//! is read now. A part's blocks are added only from its second read on,
+//! and only if the part is at most a quarter of the budget, so one pass
+//! over many objects (a backup, a scan) adds nothing. When the cache is
+//! full, a block goes in only if its part is read more often than the
+//! part of the least recently used block, which it then replaces: a
+//! working set larger than the budget, read evenly, settles in the cache
+//! instead of replacing itself on every read (each replacement costs a
+//! copy of the block). Eviction is least recently used, by bytes.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -65,16 +71,86 @@ struct Entry {
     tick: u64,
 }
 
-#[derive(Default)]
 struct Inner {
     blocks: BTreeMap<BlockKey, Entry>,
     /// Recency order: oldest first.
     order: BTreeMap<u64, BlockKey>,
     tick: u64,
     bytes: usize,
-    /// Parts read recently (admission remembers them in this order).
-    seen: HashSet<PartId>,
-    seen_order: VecDeque<PartId>,
+    /// How often each part was read lately.
+    reads: Sketch,
+}
+
+/// A count-min sketch of 4-bit counts (kept in bytes): four rows of
+/// `width` counters, a part's count the least of its four; halved every
+/// `10 * width` reads, so old reads fade.
+struct Sketch {
+    counts: Vec<u8>,
+    width: usize,
+    /// Reads counted since the last halving.
+    added: usize,
+}
+
+const ROWS: usize = 4;
+const MAX_COUNT: u8 = 15;
+
+impl Sketch {
+    fn new(width: usize) -> Sketch {
+        let width = width.next_power_of_two();
+        Sketch {
+            counts: vec![0; ROWS * width],
+            width,
+            added: 0,
+        }
+    }
+
+    fn hash(part: &PartId) -> u64 {
+        // SipHash with fixed keys: the same part always has the same
+        // cells (and nothing outside the server picks part ids).
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        part.hash(&mut h);
+        h.finish()
+    }
+
+    fn cells(&self, hash: u64) -> [usize; ROWS] {
+        let mut out = [0; ROWS];
+        for (row, cell) in out.iter_mut().enumerate() {
+            // A different mix of the hash per row (splitmix64's finaliser).
+            let mut z = hash.wrapping_add((row as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            *cell = row * self.width + (z as usize & (self.width - 1));
+        }
+        out
+    }
+
+    fn estimate(&self, part: &PartId) -> u8 {
+        let cells = self.cells(Self::hash(part));
+        cells.iter().map(|&c| self.counts[c]).min().unwrap_or(0)
+    }
+
+    /// Counts one read of `part`; returns its count after it.
+    fn add(&mut self, part: &PartId) -> u8 {
+        let cells = self.cells(Self::hash(part));
+        let least = cells.iter().map(|&c| self.counts[c]).min().unwrap_or(0);
+        if least < MAX_COUNT {
+            // Conservative update: only the counters at the minimum grow.
+            for &c in &cells {
+                if self.counts[c] == least {
+                    self.counts[c] = least + 1;
+                }
+            }
+        }
+        self.added += 1;
+        if self.added >= 10 * self.width {
+            self.added = 0;
+            for c in &mut self.counts {
+                *c /= 2;
+            }
+        }
+        least.saturating_add(1).min(MAX_COUNT)
+    }
 }
 
 /// Running totals of a [`ReadCache`].
@@ -86,7 +162,7 @@ pub struct ReadCacheStats {
     pub misses: u64,
     /// Bytes of blocks added.
     pub inserted_bytes: u64,
-    /// Bytes of blocks dropped to stay within the budget.
+    /// Bytes of blocks dropped for blocks of parts read more often.
     pub evicted_bytes: u64,
     /// Bytes of blocks dropped with their version's data.
     pub forgotten_bytes: u64,
@@ -102,8 +178,6 @@ pub struct ReadCache {
     budget: usize,
     /// Parts larger than this are never admitted.
     max_part: u64,
-    /// Parts remembered for admission.
-    seen_cap: usize,
     inner: Mutex<Inner>,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -121,22 +195,29 @@ impl std::fmt::Debug for ReadCache {
     }
 }
 
-/// Parts remembered for admission, at most (and at least).
-const SEEN_MAX: usize = 1 << 16;
-const SEEN_MIN: usize = 1 << 10;
+/// Counters per row of the frequency sketch, at most (and at least).
+const SKETCH_MAX: usize = 1 << 18;
+const SKETCH_MIN: usize = 1 << 10;
 
 impl ReadCache {
     /// A cache of at most `budget` bytes of block data.
     pub fn new(budget: usize) -> ReadCache {
-        // One remembered part per 64 KiB of budget: far more parts than
-        // the budget can hold, so a part read twice at the pace the cache
-        // turns over is still remembered at its second read.
-        let seen_cap = (budget >> 16).clamp(SEEN_MIN, SEEN_MAX);
+        // One counter per row for each 16 KiB of budget (256 KiB of
+        // counters for 1 GiB): far more than the parts the budget holds,
+        // so that few of the parts read lately share all their cells, and
+        // halvings far enough apart that a part read twice at the pace the
+        // cache turns over still counts two at its second read.
+        let width = (budget >> 14).clamp(SKETCH_MIN, SKETCH_MAX);
         ReadCache {
             budget,
             max_part: (budget / 4) as u64,
-            seen_cap,
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                blocks: BTreeMap::new(),
+                order: BTreeMap::new(),
+                tick: 0,
+                bytes: 0,
+                reads: Sketch::new(width),
+            }),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             inserted: AtomicU64::new(0),
@@ -175,61 +256,89 @@ impl ReadCache {
         Some(data)
     }
 
-    /// Whether blocks of `part` read now should be added: it was read
-    /// before and is still remembered, and it fits a quarter of the
-    /// budget. A part not remembered is remembered from now on (the oldest
-    /// remembered part is forgotten beyond the list's length).
-    pub(crate) fn admit(&self, part: &PartId) -> bool {
+    /// Counts a read of `part` (once per read of the part, cached or
+    /// not) and tells whether its blocks read from the drives should be
+    /// offered to [`insert`](Self::insert): from its second read on (as
+    /// far as the sketch remembers), and only if it fits a quarter of the
+    /// budget.
+    pub(crate) fn touch(&self, part: &PartId) -> bool {
         if self.budget == 0 {
             return false;
         }
-        let mut g = self.lock();
-        if g.seen.contains(part) {
-            return part.size <= self.max_part;
-        }
-        g.seen.insert(*part);
-        g.seen_order.push_back(*part);
-        while g.seen_order.len() > self.seen_cap {
-            if let Some(old) = g.seen_order.pop_front() {
-                g.seen.remove(&old);
-            }
-        }
-        false
+        let count = self.lock().reads.add(part);
+        count >= 2 && part.size <= self.max_part
     }
 
-    /// Adds block `block` of `part` (its verified data shards, one after
-    /// the other), dropping the least recently used blocks beyond the
-    /// budget.
-    pub(crate) fn insert(&self, part: &PartId, block: u64, data: Bytes) {
-        if data.len() > self.budget {
-            return;
+    /// Whether a block of `len` bytes of `part` would go in now (so that a
+    /// caller copies it only then).
+    pub(crate) fn wants(&self, part: &PartId, len: usize) -> bool {
+        len <= self.budget && self.victims(&self.lock(), part, len).is_some()
+    }
+
+    /// The blocks to drop to make room for `len` bytes of `part`: the least
+    /// recently used first, passing over `part`'s own, each of a part read
+    /// less often than `part`; `None` if there is no such room.
+    fn victims(&self, inner: &Inner, part: &PartId, len: usize) -> Option<Vec<BlockKey>> {
+        let mut room = self.budget.checked_sub(inner.bytes)?;
+        let mut victims = Vec::new();
+        if room >= len {
+            return Some(victims);
+        }
+        let count = inner.reads.estimate(part);
+        for k in inner.order.values() {
+            if k.part == *part {
+                continue;
+            }
+            if inner.reads.estimate(&k.part) >= count {
+                return None;
+            }
+            room += inner.blocks.get(k).map_or(0, |e| e.data.len());
+            victims.push(*k);
+            if room >= len {
+                return Some(victims);
+            }
+        }
+        None
+    }
+
+    /// Offers block `block` of `part` (its verified data shards, one after
+    /// the other). It goes in if there is room, or if room can be made by
+    /// dropping least recently used blocks of parts read less often than
+    /// `part`; otherwise it is left out and nothing is dropped. Returns
+    /// whether it went in.
+    pub(crate) fn insert(&self, part: &PartId, block: u64, data: Bytes) -> bool {
+        let len = data.len();
+        if len > self.budget {
+            return false;
         }
         let key = BlockKey { part: *part, block };
-        let len = data.len();
         let mut evicted = 0usize;
         {
             let mut g = self.lock();
             let inner = &mut *g;
-            inner.tick += 1;
-            let tick = inner.tick;
-            if let Some(old) = inner.blocks.insert(key, Entry { data, tick }) {
+            if let Some(old) = inner.blocks.remove(&key) {
                 inner.order.remove(&old.tick);
                 inner.bytes -= old.data.len();
             }
-            inner.order.insert(tick, key);
-            inner.bytes += len;
-            while inner.bytes > self.budget {
-                let Some((_, oldest)) = inner.order.pop_first() else {
-                    break;
-                };
-                if let Some(e) = inner.blocks.remove(&oldest) {
+            let Some(victims) = self.victims(inner, part, len) else {
+                return false;
+            };
+            for k in victims {
+                if let Some(e) = inner.blocks.remove(&k) {
+                    inner.order.remove(&e.tick);
                     inner.bytes -= e.data.len();
                     evicted += e.data.len();
                 }
             }
+            inner.tick += 1;
+            let tick = inner.tick;
+            inner.blocks.insert(key, Entry { data, tick });
+            inner.order.insert(tick, key);
+            inner.bytes += len;
         }
         self.inserted.fetch_add(len as u64, Ordering::Relaxed);
         self.evicted.fetch_add(evicted as u64, Ordering::Relaxed);
+        true
     }
 
     /// Drops every block of the versions whose data directory is
@@ -306,38 +415,84 @@ mod tests {
     }
 
     #[test]
-    fn admits_a_part_at_its_second_read() {
+    fn admits_a_part_from_its_second_read() {
         let c = ReadCache::new(64 << 20);
         let p = part(1, 4 << 20);
-        assert!(!c.admit(&p), "first read: remembered, not admitted");
-        assert!(c.admit(&p), "second read: admitted");
-        assert!(c.admit(&p));
+        assert!(!c.touch(&p), "first read: counted, not admitted");
+        assert!(c.touch(&p), "second read: admitted");
+        assert!(c.touch(&p));
         let other = PartId { mod_time: 2, ..p };
-        assert!(!c.admit(&other), "another version is another part");
+        assert!(!c.touch(&other), "another version is another part");
     }
 
     #[test]
     fn never_admits_a_part_above_a_quarter_of_the_budget() {
         let c = ReadCache::new(64 << 20);
         let big = part(1, (16 << 20) + 1);
-        assert!(!c.admit(&big));
-        assert!(!c.admit(&big));
+        assert!(!c.touch(&big));
+        assert!(!c.touch(&big));
         let fits = part(2, 16 << 20);
-        assert!(!c.admit(&fits));
-        assert!(c.admit(&fits));
-        assert!(!ReadCache::new(0).admit(&fits));
+        assert!(!c.touch(&fits));
+        assert!(c.touch(&fits));
+        assert!(!ReadCache::new(0).touch(&fits));
     }
 
     #[test]
-    fn forgets_the_oldest_remembered_parts() {
-        let c = ReadCache::new(1 << 20);
-        let cap = c.seen_cap as u32;
-        for n in 0..=cap {
-            assert!(!c.admit(&part(n, 1)));
+    fn counts_fade() {
+        let mut s = Sketch::new(1024);
+        let p = part(1, 1);
+        for n in 1..=20u8 {
+            assert_eq!(s.add(&p), n.min(MAX_COUNT));
         }
-        // Part 0 was pushed out by the one after the last that fits.
-        assert!(!c.admit(&part(0, 1)));
-        assert!(c.admit(&part(cap, 1)));
+        assert_eq!(s.estimate(&p), MAX_COUNT);
+        // Other parts' reads up to the halving (10 per counter of a row).
+        for n in 0..(10 * 1024 - 20) {
+            s.add(&part(1000 + n, 1));
+        }
+        assert_eq!(s.estimate(&p), MAX_COUNT / 2);
+        // A quarter as many parts as counters in a row: almost all
+        // estimated at what they were read.
+        let mut s = Sketch::new(1024);
+        for n in 0..256 {
+            s.add(&part(n, 1));
+        }
+        let over = (0..256).filter(|&n| s.estimate(&part(n, 1)) > 1).count();
+        assert!(over < 5, "{over} of 256 parts over-counted");
+    }
+
+    #[test]
+    fn a_full_cache_takes_only_parts_read_more_often() {
+        // Room for two blocks.
+        let c = ReadCache::new(2 << 20);
+        let block = || Bytes::from(vec![0u8; 1 << 20]);
+        let hot = part(1, 1);
+        for _ in 0..5 {
+            c.touch(&hot);
+        }
+        assert!(c.insert(&hot, 0, block()));
+        assert!(c.insert(&hot, 1, block()));
+        let new = part(2, 1);
+        for _ in 0..5 {
+            c.touch(&new);
+        }
+        assert!(!c.insert(&new, 0, block()), "read as often: left out");
+        assert!(c.get(&hot, 0).is_some() && c.get(&hot, 1).is_some());
+        assert_eq!(c.stats().evicted_bytes, 0);
+        c.touch(&new);
+        assert!(c.wants(&new, 1 << 20));
+        assert!(c.insert(&new, 0, block()), "read more often: in");
+        // The least recently used block made room.
+        assert!(c.get(&hot, 0).is_none());
+        assert!(c.get(&hot, 1).is_some());
+        assert_eq!(c.stats().evicted_bytes, 1 << 20);
+        // Its own older block is passed over for the other part's.
+        assert!(c.insert(&new, 1, block()));
+        assert!(c.get(&hot, 1).is_none());
+        // A part never displaces its own blocks.
+        assert!(!c.wants(&new, 1 << 20));
+        assert!(!c.insert(&new, 2, block()));
+        assert!(c.get(&new, 0).is_some() && c.get(&new, 1).is_some());
+        assert!(!c.wants(&new, (2 << 20) + 1), "more than the budget");
     }
 
     #[test]
@@ -364,27 +519,32 @@ mod tests {
     #[test]
     fn evicts_the_least_recently_used_beyond_the_budget() {
         let c = ReadCache::new(3 << 20);
-        let p = part(1, 8 << 20);
+        let (p, q) = (part(1, 8 << 20), part(2, 8 << 20));
+        c.touch(&p);
+        for _ in 0..3 {
+            c.touch(&q);
+        }
         for b in 0..3 {
-            c.insert(&p, b, Bytes::from(vec![b as u8; 1 << 20]));
+            assert!(c.insert(&p, b, Bytes::from(vec![b as u8; 1 << 20])));
         }
         // Block 0 is used again: block 1 is now the oldest.
         assert!(c.get(&p, 0).is_some());
-        c.insert(&p, 3, Bytes::from(vec![3u8; 1 << 20]));
+        assert!(c.insert(&q, 0, Bytes::from(vec![3u8; 1 << 20])));
         assert!(c.get(&p, 1).is_none(), "least recently used, evicted");
-        for b in [0, 2, 3] {
+        for b in [0, 2] {
             assert_eq!(c.get(&p, b).expect("kept")[0], b as u8);
         }
+        assert_eq!(c.get(&q, 0).expect("in")[0], 3);
         let s = c.stats();
         assert_eq!(s.bytes, 3 << 20);
         assert_eq!(s.evicted_bytes, 1 << 20);
         // Replacing a block counts its bytes once.
-        c.insert(&p, 3, Bytes::from(vec![9u8; 1 << 19]));
+        assert!(c.insert(&q, 0, Bytes::from(vec![9u8; 1 << 19])));
         assert_eq!(c.stats().bytes, (2 << 20) + (1 << 19));
         // A block larger than the whole budget is not taken.
-        c.insert(&p, 7, Bytes::from(vec![0u8; 4 << 20]));
-        assert!(c.get(&p, 7).is_none());
-        assert_eq!(c.get(&p, 3).expect("kept").len(), 1 << 19);
+        assert!(!c.insert(&q, 7, Bytes::from(vec![0u8; 4 << 20])));
+        assert!(c.get(&q, 7).is_none());
+        assert_eq!(c.get(&q, 0).expect("kept").len(), 1 << 19);
     }
 
     #[test]

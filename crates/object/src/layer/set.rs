@@ -1152,9 +1152,8 @@ impl ErasureSet {
                     .map_err(|e| Error::Internal(format!("layout: {e}")))?;
                 let frame = bitrot::ShardFrame::new(layout, self.bitrot);
                 let cache = match (&self.cache, u32::try_from(pn)) {
-                    (Some((cache, set)), Ok(part)) if !inline => Some(CachedPart {
-                        cache,
-                        part: PartId {
+                    (Some((cache, set)), Ok(part)) if !inline => {
+                        let part = PartId {
                             set: *set,
                             data_dir: ov.data_dir,
                             mod_time: ov.mod_time,
@@ -1162,9 +1161,10 @@ impl ErasureSet {
                             size: psize,
                             data_shards: k as u32,
                             block_size,
-                        },
-                        admit: std::sync::OnceLock::new(),
-                    }),
+                        };
+                        let admit = cache.touch(&part);
+                        Some(CachedPart { cache, part, admit })
+                    }
                     _ => None,
                 };
                 let lo = offset.max(p0) - p0;
@@ -1316,7 +1316,8 @@ impl ErasureSet {
             .verify_block(rs, src, r, fetched, b, sl, pi, bad, inline)
             .await?;
         if let Some(c) = src.cache
-            && *c.admit.get_or_init(|| c.cache.admit(&c.part))
+            && c.admit
+            && c.cache.wants(&c.part, k * sl)
         {
             let mut data = Vec::with_capacity(k * sl);
             for chunk in &chunks {
@@ -2336,9 +2337,9 @@ struct FetchSource<'a> {
 struct CachedPart<'a> {
     cache: &'a ReadCache,
     part: PartId,
-    /// Whether blocks read from the drives are added: asked of the cache
-    /// at the part's first miss.
-    admit: std::sync::OnceLock<bool>,
+    /// Whether blocks read from the drives are offered to the cache (the
+    /// part's read, counted, made it a candidate).
+    admit: bool,
 }
 
 /// A shard read in flight: the shard data (not yet verified) and whether
