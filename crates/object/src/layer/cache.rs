@@ -26,12 +26,14 @@
 //! frequency sketch whose counts halve now and then, so they follow what
 //! is read now. A part's blocks are added only from its second read on,
 //! and only if the part is at most a quarter of the budget, so one pass
-//! over many objects (a backup, a scan) adds nothing. When the cache is
-//! full, a block goes in only if its part is read more often than the
-//! part of the least recently used block, which it then replaces: a
-//! working set larger than the budget, read evenly, settles in the cache
-//! instead of replacing itself on every read (each replacement costs a
-//! copy of the block). Eviction is least recently used, by bytes.
+//! over many objects (a backup, a scan) adds nothing (but for the
+//! sketch's overcounting, which grows once a pass reads many more parts
+//! than a row has counters). When the cache is full, a block goes in only
+//! in place of least recently used blocks of parts read less often (its
+//! own part's blocks passed over): hot parts are not displaced by a scan,
+//! and a working set larger than the budget, read evenly, settles in the
+//! cache instead of replacing itself on every read (each replacement
+//! costs a copy of the block). Eviction is least recently used, by bytes.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};

@@ -910,9 +910,17 @@ impl ErasureSet {
             }
         }
         if done.len() >= quorum {
+            // The replaced version's cached blocks go first (once per data
+            // dir: drives out of step may name another), then its files.
+            let mut forgotten: Vec<&[u8; 16]> = Vec::new();
+            for dd in done.iter().filter_map(|(_, (_, old))| old.as_ref()) {
+                if !forgotten.contains(&dd) {
+                    self.forget_cached(dd);
+                    forgotten.push(dd);
+                }
+            }
             for (d, (_, old_dir)) in &done {
                 if let Some(dd) = old_dir {
-                    self.forget_cached(dd);
                     let p = format!("{dir}/{}", Uuid::from_bytes(*dd));
                     let _ = self.drives[*d].delete(bucket, &p, true).await;
                 }
