@@ -12,8 +12,8 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use object::layer::{Chunk, ChunkSink, Error, GetOptions, LayerOptions, ObjectLayer, PutOptions};
-use support::{data, dirs};
+use object::layer::{Chunk, ChunkSink, Error, GetOptions, LayerOptions, ObjectLayer};
+use support::{data, dirs, put};
 
 /// Shard data per record on 2+2 with 1 MiB blocks, and the record stride.
 const SHARD: u64 = 1 << 19;
@@ -112,20 +112,6 @@ fn warm(ds: &[PathBuf], bucket: &str, key: &str, reads: Reads) {
             std::fs::read(part_file(dir, bucket, key)).unwrap();
         }
     }
-}
-
-async fn put(l: &ObjectLayer, b: &str, k: &str, body: &[u8]) {
-    l.put_object(
-        b,
-        k,
-        &mut &body[..],
-        &PutOptions {
-            size: Some(body.len() as u64),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("put {k}: {e}"));
 }
 
 /// Reads `offset..offset + len` through the chunk path.

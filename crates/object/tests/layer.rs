@@ -13,7 +13,7 @@ use object::layer::{
     Error, GetOptions, LayerOptions, ListOptions, ObjectLayer, PartOptions, PutOptions, Range,
     VersionSel,
 };
-use support::{Fault, data, dirs, faulty_layer, get, staging_leftovers};
+use support::{Fault, data, dirs, faulty_layer, get, put, staging_leftovers};
 
 fn md5_hex(b: &[u8]) -> String {
     hex::encode(Md5::digest(b))
@@ -23,20 +23,6 @@ async fn open(dirs: &[PathBuf]) -> ObjectLayer {
     ObjectLayer::open_dirs(dirs, LayerOptions::default())
         .await
         .expect("open")
-}
-
-async fn put(l: &ObjectLayer, b: &str, k: &str, body: &[u8]) -> object::layer::ObjectInfo {
-    l.put_object(
-        b,
-        k,
-        &mut &body[..],
-        &PutOptions {
-            size: Some(body.len() as u64),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("put {k}: {e}"))
 }
 
 /// Removes everything of `bucket` on one drive directory (a lost drive's

@@ -9,8 +9,8 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use object::layer::{LayerOptions, ListOptions, ObjectLayer, PutOptions};
-use support::{data, dirs};
+use object::layer::{LayerOptions, ListOptions, ObjectLayer};
+use support::{data, dirs, put};
 
 async fn open(ds: &[PathBuf], set: Option<usize>) -> ObjectLayer {
     ObjectLayer::open_dirs(
@@ -22,20 +22,6 @@ async fn open(ds: &[PathBuf], set: Option<usize>) -> ObjectLayer {
     )
     .await
     .expect("open")
-}
-
-async fn put(l: &ObjectLayer, b: &str, k: &str, body: &[u8]) {
-    l.put_object(
-        b,
-        k,
-        &mut &body[..],
-        &PutOptions {
-            size: Some(body.len() as u64),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("put {k}: {e}"));
 }
 
 /// Every key and size, page by page (`max` per page), continuing from the

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use object::layer::{
     GetOptions, LayerOptions, ObjectLayer, PutOptions, Range, ReadCacheStats, VersionSel,
 };
-use support::{data, dirs, get};
+use support::{data, dirs, get, put};
 
 /// Bytes of one cached block on 2+2 with 1 MiB blocks (its two data
 /// shards).
@@ -31,21 +31,6 @@ async fn open(ds: &[PathBuf], cache: Option<usize>) -> ObjectLayer {
         ..LayerOptions::default()
     };
     ObjectLayer::open_dirs(ds, opts).await.expect("open")
-}
-
-async fn put(l: &ObjectLayer, b: &str, k: &str, body: &[u8]) -> Option<uuid::Uuid> {
-    l.put_object(
-        b,
-        k,
-        &mut &body[..],
-        &PutOptions {
-            size: Some(body.len() as u64),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("put {k}: {e}"))
-    .version_id
 }
 
 fn stats(l: &ObjectLayer) -> ReadCacheStats {
@@ -229,8 +214,14 @@ async fn versions_are_cached_and_dropped_apart() {
     l.make_bucket("rcv").await.unwrap();
     l.set_bucket_versioning("rcv", true).await.unwrap();
     let (b1, b2) = (data(2 << 20, 7), data(2 << 20, 8));
-    let v1 = put(&l, "rcv", "k", &b1).await.expect("a version id");
-    let v2 = put(&l, "rcv", "k", &b2).await.expect("a version id");
+    let v1 = put(&l, "rcv", "k", &b1)
+        .await
+        .version_id
+        .expect("a version id");
+    let v2 = put(&l, "rcv", "k", &b2)
+        .await
+        .version_id
+        .expect("a version id");
     let read = |v| {
         let l = &l;
         async move {

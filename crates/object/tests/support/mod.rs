@@ -12,7 +12,7 @@ use drive::{
     AlignedBuf, BoxFuture, DirEntryName, DiskInfo, Drive, DriveError, FileInfo, HealthReport,
     LocalDrive, LocalDriveConfig, ShardReader, ShardWriter, VolumeInfo,
 };
-use object::layer::{Error, GetOptions, LayerOptions, ObjectLayer};
+use object::layer::{Error, GetOptions, LayerOptions, ObjectInfo, ObjectLayer, PutOptions};
 use uuid::Uuid;
 
 /// Deterministic pseudo-random bytes (xorshift64).
@@ -74,6 +74,21 @@ pub async fn faulty_layer_with(
     }
     let l = ObjectLayer::open(drives, opts).await.unwrap();
     (l, faulty)
+}
+
+/// PUTs `body` as `b/k`, its size announced; panics on an error.
+pub async fn put(l: &ObjectLayer, b: &str, k: &str, body: &[u8]) -> ObjectInfo {
+    l.put_object(
+        b,
+        k,
+        &mut &body[..],
+        &PutOptions {
+            size: Some(body.len() as u64),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("put {k}: {e}"))
 }
 
 /// The whole object `b/k`.
