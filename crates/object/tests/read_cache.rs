@@ -3,7 +3,7 @@
 //! every range; an overwritten or deleted version's blocks are dropped
 //! with its data; one pass over objects, or a part above a quarter of the
 //! budget, caches nothing; a full cache takes only parts read more often
-//! than what it would drop.
+//! than what it would drop; bitrot under cached blocks is left to heal.
 
 mod support;
 
@@ -318,4 +318,61 @@ async fn one_pass_large_parts_and_a_full_cache() {
             body
         );
     }
+}
+
+/// Bitrot under a cached object: hits keep serving the verified bytes and
+/// report no drive (they read none); healing, which reads the shard files
+/// and never the cache, finds and repairs the damage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bitrot_under_cached_blocks_is_left_to_heal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let l = open(&ds, Some(64 << 20)).await;
+    l.make_bucket("rcache").await.unwrap();
+    let body = data((2 << 20) + 99, 30);
+    put(&l, "rcache", "k", &body).await;
+    for _ in 0..3 {
+        assert_eq!(get(&l, "rcache", "k").await.unwrap(), body);
+    }
+    // Flip a byte of the first record's data on the first drive.
+    let obj = ds[0].join("rcache").join("k");
+    let part = std::fs::read_dir(&obj)
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .expect("a data dir")
+        .path()
+        .join("part.1");
+    let mut bytes = std::fs::read(&part).unwrap();
+    bytes[32 + 1000] ^= 0x40;
+    std::fs::write(&part, &bytes).unwrap();
+
+    let hits = stats(&l).hits;
+    let mut out = Vec::new();
+    let (_, report) = l
+        .get_object_report("rcache", "k", &GetOptions::default(), &mut out)
+        .await
+        .unwrap();
+    assert!(out == body);
+    assert!(report.bad_drives.is_empty(), "{report:?}");
+    assert_eq!(stats(&l).hits, hits + 3, "all three blocks from the cache");
+
+    // A read without the cache sees the damage (and reads around it).
+    let uncached = open(&ds, None).await;
+    let mut out = Vec::new();
+    let (_, report) = uncached
+        .get_object_report("rcache", "k", &GetOptions::default(), &mut out)
+        .await
+        .unwrap();
+    assert!(out == body);
+    assert_eq!(report.bad_drives, vec![0]);
+    // Healing finds it through the cached layer too, and repairs it.
+    let healed = l.heal_object("rcache", "k", None).await.unwrap();
+    assert_eq!(healed.healed_drives, vec![0]);
+    let mut out = Vec::new();
+    let (_, report) = uncached
+        .get_object_report("rcache", "k", &GetOptions::default(), &mut out)
+        .await
+        .unwrap();
+    assert!(out == body && report.bad_drives.is_empty(), "{report:?}");
 }
