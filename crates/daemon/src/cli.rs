@@ -158,7 +158,8 @@ pub const READ_CACHE: EnvVar = EnvVar {
     help: "memory for verified erasure blocks of hot objects, served again without reading or \
            hashing the shards: a size (bytes, or with KiB, MiB, GiB, TiB), off or 0 for none; \
            auto (default): 1/16 of the memory available at start, at most 1 GiB. A part is \
-           cached at its second read, and only if it fits a quarter of the cache",
+           cached from its second read on, if it fits a quarter of the cache; a full cache \
+           takes it only in place of parts read less often",
 };
 pub const GROUP_COMMIT: EnvVar = EnvVar {
     name: "TESSERA_GROUP_COMMIT",

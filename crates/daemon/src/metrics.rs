@@ -260,7 +260,7 @@ impl Metrics {
         );
         registry.register(
             "read_cache_evicted_bytes",
-            "Bytes of blocks the read cache dropped, least recently used first, to stay within its budget",
+            "Bytes of blocks the read cache dropped, least recently used first, to make room for blocks of parts read more often (blocks of overwritten or deleted versions not counted)",
             m.read_cache_evicted.clone(),
         );
         registry.register(
