@@ -34,6 +34,16 @@ async fn open(ds: &[PathBuf], cache: Option<usize>) -> ObjectLayer {
     ObjectLayer::open_dirs(ds, opts).await.expect("open")
 }
 
+/// Four fresh drives under a temporary directory, a layer over them with a
+/// cache of `cache` bytes, and its bucket `bucket`.
+async fn fresh(cache: usize, bucket: &str) -> (tempfile::TempDir, Vec<PathBuf>, ObjectLayer) {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let l = open(&ds, Some(cache)).await;
+    l.make_bucket(bucket).await.unwrap();
+    (tmp, ds, l)
+}
+
 fn stats(l: &ObjectLayer) -> ReadCacheStats {
     l.read_cache_stats().expect("a cache")
 }
@@ -70,11 +80,8 @@ fn remove_shards(ds: &[PathBuf], bucket: &str, key: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_part_is_cached_at_its_second_read_then_served_from_memory() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ds = dirs(tmp.path(), 4);
-    let l = open(&ds, Some(64 << 20)).await;
+    let (_tmp, ds, l) = fresh(64 << 20, "rcache").await;
     assert!(open(&ds, None).await.read_cache_stats().is_none());
-    l.make_bucket("rcache").await.unwrap();
     let body = data(3 * (1 << 20) + 777, 1);
     put(&l, "rcache", "k", &body).await;
     let blocks = 4;
@@ -108,10 +115,7 @@ async fn a_part_is_cached_at_its_second_read_then_served_from_memory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ranges_of_cached_blocks_and_parts() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ds = dirs(tmp.path(), 4);
-    let l = open(&ds, Some(64 << 20)).await;
-    l.make_bucket("rcache").await.unwrap();
+    let (_tmp, _ds, l) = fresh(64 << 20, "rcache").await;
     let body = data(5 * (1 << 20) + 12_345, 2);
     put(&l, "rcache", "one", &body).await;
     // A multipart object: a 5 MiB part and a short one.
@@ -182,10 +186,7 @@ async fn ranges_of_cached_blocks_and_parts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_overwritten_or_deleted_version_leaves_with_its_blocks() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ds = dirs(tmp.path(), 4);
-    let l = open(&ds, Some(64 << 20)).await;
-    l.make_bucket("rcache").await.unwrap();
+    let (_tmp, _ds, l) = fresh(64 << 20, "rcache").await;
     let (old, new) = (data(2 << 20, 5), data((2 << 20) + 1, 6));
     put(&l, "rcache", "k", &old).await;
     for _ in 0..3 {
@@ -209,10 +210,7 @@ async fn an_overwritten_or_deleted_version_leaves_with_its_blocks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn versions_are_cached_and_dropped_apart() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ds = dirs(tmp.path(), 4);
-    let l = open(&ds, Some(64 << 20)).await;
-    l.make_bucket("rcv").await.unwrap();
+    let (_tmp, _ds, l) = fresh(64 << 20, "rcv").await;
     l.set_bucket_versioning("rcv", true).await.unwrap();
     let (b1, b2) = (data(2 << 20, 7), data(2 << 20, 8));
     let v1 = put(&l, "rcv", "k", &b1)
@@ -252,11 +250,8 @@ async fn versions_are_cached_and_dropped_apart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_pass_large_parts_and_a_full_cache() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ds = dirs(tmp.path(), 4);
     // A quarter of the budget is 2 MiB.
-    let l = open(&ds, Some(8 << 20)).await;
-    l.make_bucket("rcache").await.unwrap();
+    let (_tmp, _ds, l) = fresh(8 << 20, "rcache").await;
     let mut bodies = Vec::new();
     for i in 0..10 {
         let body = data(1 << 20, 10 + i as u64);
@@ -326,10 +321,7 @@ async fn one_pass_large_parts_and_a_full_cache() {
 /// and never the cache, finds and repairs the damage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bitrot_under_cached_blocks_is_left_to_heal() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ds = dirs(tmp.path(), 4);
-    let l = open(&ds, Some(64 << 20)).await;
-    l.make_bucket("rcache").await.unwrap();
+    let (_tmp, ds, l) = fresh(64 << 20, "rcache").await;
     let body = data((2 << 20) + 99, 30);
     put(&l, "rcache", "k", &body).await;
     for _ in 0..3 {
@@ -382,10 +374,8 @@ async fn bitrot_under_cached_blocks_is_left_to_heal() {
 /// GET returns one whole version as written, never blocks of two.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_racing_overwrites_see_whole_versions() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ds = dirs(tmp.path(), 4);
-    let l = std::sync::Arc::new(open(&ds, Some(64 << 20)).await);
-    l.make_bucket("rcache").await.unwrap();
+    let (_tmp, _ds, l) = fresh(64 << 20, "rcache").await;
+    let l = std::sync::Arc::new(l);
     let bodies: std::sync::Arc<Vec<Vec<u8>>> =
         std::sync::Arc::new((0..4).map(|s| data((3 << 20) + 5, 50 + s)).collect());
     put(&l, "rcache", "k", &bodies[0]).await;

@@ -36,7 +36,7 @@
 //! # }).unwrap();
 //! ```
 
-pub mod cache;
+mod cache;
 pub mod error;
 pub mod list;
 pub mod lock;
