@@ -228,11 +228,6 @@ impl ReadCache {
         }
     }
 
-    /// The budget, bytes.
-    pub fn budget(&self) -> usize {
-        self.budget
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -205,8 +205,24 @@ pub struct ErasureSet {
     /// The shard records that streamed PUTs may have queued for or being
     /// written to this set's drives, all uploads together.
     put_queue: Arc<PutQueue>,
-    /// The layer's read cache and this set's index in the layer.
-    cache: Option<(Arc<ReadCache>, u32)>,
+    /// The layer's read cache, if any.
+    cache: Option<SetCache>,
+}
+
+/// The layer's read cache as one set uses it: with the set's index in the
+/// layer, which tells its blocks from the other sets'.
+#[derive(Debug, Clone)]
+struct SetCache {
+    cache: Arc<ReadCache>,
+    set: u32,
+}
+
+impl SetCache {
+    /// Drops the cached blocks of the versions whose data directory is
+    /// `data_dir` ([`remove_data_dir`] is removing it).
+    fn forget(&self, data_dir: &[u8; 16]) {
+        self.cache.forget(self.set, data_dir);
+    }
 }
 
 /// What reading the metadata of one object on every drive gave.
@@ -242,7 +258,7 @@ impl ErasureSet {
     /// The same set reading through `cache` (shared by the layer's sets;
     /// `index` tells this set's blocks from the others').
     pub(crate) fn with_read_cache(mut self, cache: Arc<ReadCache>, index: u32) -> Self {
-        self.cache = Some((cache, index));
+        self.cache = Some(SetCache { cache, set: index });
         self
     }
 
@@ -252,14 +268,6 @@ impl ErasureSet {
     pub fn with_put_queue(mut self, bytes_per_drive: usize) -> Self {
         self.put_queue = PutQueue::new(self.drives.len().saturating_mul(bytes_per_drive));
         self
-    }
-
-    /// Drops the read cache's blocks of the versions whose data directory
-    /// is `data_dir` (it is being removed).
-    fn forget_cached(&self, data_dir: &[u8; 16]) {
-        if let Some((cache, set)) = &self.cache {
-            cache.forget(*set, data_dir);
-        }
     }
 
     /// The set's drives, in set order.
@@ -910,19 +918,10 @@ impl ErasureSet {
             }
         }
         if done.len() >= quorum {
-            // The replaced version's cached blocks go first (once per data
-            // dir: drives out of step may name another), then its files.
-            let mut forgotten: Vec<&[u8; 16]> = Vec::new();
-            for dd in done.iter().filter_map(|(_, (_, old))| old.as_ref()) {
-                if !forgotten.contains(&dd) {
-                    self.forget_cached(dd);
-                    forgotten.push(dd);
-                }
-            }
             for (d, (_, old_dir)) in &done {
                 if let Some(dd) = old_dir {
-                    let p = format!("{dir}/{}", Uuid::from_bytes(*dd));
-                    let _ = self.drives[*d].delete(bucket, &p, true).await;
+                    let drive = &*self.drives[*d];
+                    let _ = remove_data_dir(drive, self.cache.as_ref(), bucket, dir, dd).await;
                 }
             }
             return Ok(());
@@ -1160,7 +1159,7 @@ impl ErasureSet {
                     .map_err(|e| Error::Internal(format!("layout: {e}")))?;
                 let frame = bitrot::ShardFrame::new(layout, self.bitrot);
                 let cache = match (&self.cache, u32::try_from(pn)) {
-                    (Some((cache, set)), Ok(part)) if !inline => {
+                    (Some(SetCache { cache, set }), Ok(part)) if !inline => {
                         let part = PartId {
                             set: *set,
                             data_dir: ov.data_dir,
@@ -1591,11 +1590,8 @@ impl ErasureSet {
                         && !o.inline_data()
                         && meta.shared_data_dir_count(&vid, &o.data_dir) == 0
                     {
-                        if let Some((cache, set)) = &cache {
-                            cache.forget(*set, &o.data_dir);
-                        }
-                        let p = format!("{dir}/{}", Uuid::from_bytes(o.data_dir));
-                        let _ = drive.delete(&bucket, &p, true).await;
+                        let (c, dd) = (cache.as_ref(), &o.data_dir);
+                        let _ = remove_data_dir(&*drive, c, &bucket, &dir, dd).await;
                     }
                     Ok(())
                 });
@@ -1627,15 +1623,13 @@ impl ErasureSet {
         };
         let vid = sel.bytes();
         let is_dm = matches!(resolved.version.kind, VersionKind::DeleteMarker(_));
-        if let Some(o) = resolved.version.as_object() {
-            self.forget_cached(&o.data_dir);
-        }
         let mut set = JoinSet::new();
         for (d, drive) in self.drives.iter().enumerate() {
             let Some(meta) = resolved.metas[d].clone() else {
                 continue;
             };
             let (drive, bucket, dir) = (drive.clone(), bucket.to_owned(), dir.clone());
+            let cache = self.cache.clone();
             set.spawn(async move {
                 let mut meta = meta;
                 if meta.find(&vid).is_none() {
@@ -1656,8 +1650,7 @@ impl ErasureSet {
                 if let Some(dd) = data_dir
                     && meta.shared_data_dir_count(&vid, &dd) == 0
                 {
-                    let p = format!("{dir}/{}", Uuid::from_bytes(dd));
-                    drive.delete(&bucket, &p, true).await?;
+                    remove_data_dir(&*drive, cache.as_ref(), &bucket, &dir, &dd).await?;
                 }
                 Ok(())
             });
@@ -2102,6 +2095,25 @@ pub(crate) async fn commit_one(
         .map(|o| o.data_dir)
         .filter(|dd| *dd != new_dir);
     Ok((prev, old_dir))
+}
+
+/// Removes version data directory `data_dir` of object directory `dir`
+/// from one drive, its blocks dropped from the read cache first. Every
+/// removal of a version's data goes through here, so the cache never
+/// outlives the data; each drive's removal asks (a cheap no-op after the
+/// first), as drives out of step may name different directories.
+async fn remove_data_dir(
+    drive: &dyn Drive,
+    cache: Option<&SetCache>,
+    bucket: &str,
+    dir: &str,
+    data_dir: &[u8; 16],
+) -> std::result::Result<(), DriveError> {
+    if let Some(c) = cache {
+        c.forget(data_dir);
+    }
+    let path = format!("{dir}/{}", Uuid::from_bytes(*data_dir));
+    drive.delete(bucket, &path, true).await
 }
 
 async fn join_count(set: &mut JoinSet<Result<()>>) -> usize {
