@@ -206,9 +206,13 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         huge_pages = drive::huge_pages(),
         "shard buffers in transparent huge pages (TESSERA_HUGE_PAGES)"
     );
+    // The memory available at start sizes the defaults of the read cache
+    // and of the requests served at once (4 GiB assumed where unknown).
+    let available = config::available_memory();
+    let assumed = available.unwrap_or(4 << 30);
     let read_cache = match cfg.read_cache {
         Some(bytes) => bytes,
-        None => config::read_cache_for(config::available_memory().unwrap_or(4 << 30)),
+        None => config::read_cache_for(assumed),
     };
     tracing::info!(
         read_cache_mib = read_cache >> 20,
@@ -236,8 +240,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     let max_requests = match cfg.requests_max {
         Some(n) => n,
         None => {
-            let available = config::available_memory();
-            let n = config::requests_max_for(available.unwrap_or(4 << 30));
+            let n = config::requests_max_for(assumed);
             tracing::info!(
                 available_mib = available.map(|a| a >> 20),
                 max_requests = n,
