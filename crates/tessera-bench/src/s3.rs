@@ -229,7 +229,7 @@ impl Body {
                 len,
                 ..
             } => ReqBody::Pattern {
-                pattern: *pattern,
+                pattern: pattern.clone(),
                 pos: *offset,
                 end: offset + len,
             },
@@ -719,6 +719,7 @@ impl S3 {
                 );
                 let offset = n * part_size;
                 let len = (size - offset).min(part_size);
+                let pattern = pattern.clone();
                 set.spawn(async move {
                     let r = me.upload_part(ep, &q, pattern, offset, len).await;
                     (n, r)

@@ -82,6 +82,36 @@ fn verify_finds_the_first_wrong_byte() {
 }
 
 #[test]
+fn pattern_tiles_never_repeat() {
+    // Words are laid out in 4 KiB tiles: a body whose tiles are swapped,
+    // or shifted by exactly one tile, must not verify, and checking in
+    // pieces across tile boundaries at odd offsets must agree with the
+    // whole.
+    let size = 5 * 4096 + 123;
+    let p = Pattern::new("tiles", size as u64, 9);
+    let mut whole = vec![0u8; size];
+    p.fill(0, &mut whole);
+    let mut swapped = whole.clone();
+    swapped.copy_within(0..4096, 8192);
+    swapped[..4096].copy_from_slice(&whole[8192..12288]);
+    assert_eq!(p.verify(0, &swapped).unwrap_err().offset, 0);
+    assert_eq!(p.verify(4096, &whole[..4096]).unwrap_err().offset, 4096);
+    for (off, len) in [(4093, 7), (4095, 4098), (8191, 1), (12_285, 8200)] {
+        let mut piece = vec![0u8; len];
+        p.fill(off as u64, &mut piece);
+        assert_eq!(piece, whole[off..off + len], "offset {off} len {len}");
+        p.verify(off as u64, &piece).unwrap();
+        // The last byte wrong, past the tile boundary.
+        piece[len - 1] ^= 1;
+        let m = p.verify(off as u64, &piece).unwrap_err();
+        assert_eq!(m.offset, (off + len - 1) as u64);
+    }
+    // The same place of every tile holds a different word.
+    let firsts: std::collections::HashSet<&[u8]> = whole.chunks(4096).map(|t| &t[..8]).collect();
+    assert_eq!(firsts.len(), whole.len().div_ceil(4096));
+}
+
+#[test]
 fn sizes_parse() {
     assert_eq!(parse_size("4096").unwrap(), 4096);
     assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
