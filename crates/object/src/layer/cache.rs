@@ -34,11 +34,17 @@
 //! and a working set larger than the budget, read evenly, settles in the
 //! cache instead of replacing itself on every read (each replacement
 //! costs a copy of the block). Eviction is least recently used, by bytes.
+//!
+//! Memory pressure: the budget is the most the cache may hold; its
+//! [limit](ReadCache::set_limit) is what it may hold now. An embedder that
+//! watches the machine's memory lowers the limit as memory runs short
+//! (the least recently used blocks go at once) and raises it again, up to
+//! the budget, as memory comes back.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 
@@ -168,16 +174,22 @@ pub struct ReadCacheStats {
     pub evicted_bytes: u64,
     /// Bytes of blocks dropped with their version's data.
     pub forgotten_bytes: u64,
+    /// Bytes of blocks dropped to give memory back (a lowered limit).
+    pub shed_bytes: u64,
     /// Bytes held now.
     pub bytes: u64,
-    /// The budget, bytes.
+    /// The budget, bytes: the most the cache may ever hold.
     pub budget: u64,
+    /// The limit, bytes: the most it may hold now (at most the budget).
+    pub limit: u64,
 }
 
 /// Verified erasure blocks of hot objects, within a budget of bytes,
 /// shared by every erasure set of a layer (module documentation above).
 pub struct ReadCache {
     budget: usize,
+    /// What may be held now: the budget, or less while memory is short.
+    limit: AtomicUsize,
     /// Parts larger than this are never admitted.
     max_part: u64,
     inner: Mutex<Inner>,
@@ -186,6 +198,7 @@ pub struct ReadCache {
     inserted: AtomicU64,
     evicted: AtomicU64,
     forgotten: AtomicU64,
+    shed: AtomicU64,
 }
 
 impl std::fmt::Debug for ReadCache {
@@ -212,6 +225,7 @@ impl ReadCache {
         let width = (budget >> 14).clamp(SKETCH_MIN, SKETCH_MAX);
         ReadCache {
             budget,
+            limit: AtomicUsize::new(budget),
             max_part: (budget / 4) as u64,
             inner: Mutex::new(Inner {
                 blocks: BTreeMap::new(),
@@ -225,11 +239,44 @@ impl ReadCache {
             inserted: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
             forgotten: AtomicU64::new(0),
+            shed: AtomicU64::new(0),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Sets what the cache may hold from now on, at most the budget
+    /// (memory pressure, module documentation above). Lowering it drops
+    /// the least recently used blocks at once, down to the new limit;
+    /// raising it lets blocks in again as they are read. Returns the bytes
+    /// dropped.
+    pub fn set_limit(&self, bytes: usize) -> u64 {
+        let limit = bytes.min(self.budget);
+        let mut shed = 0usize;
+        {
+            let mut g = self.lock();
+            // Stored under the lock, so no insert that saw the old limit
+            // lands after the blocks above the new one were dropped.
+            self.limit.store(limit, Ordering::Relaxed);
+            let inner = &mut *g;
+            while inner.bytes > limit {
+                let Some((_, k)) = inner.order.pop_first() else {
+                    break;
+                };
+                if let Some(e) = inner.blocks.remove(&k) {
+                    inner.bytes -= e.data.len();
+                    shed += e.data.len();
+                }
+            }
+        }
+        self.shed.fetch_add(shed as u64, Ordering::Relaxed);
+        shed as u64
     }
 
     /// Block `block` of `part`, if cached (it becomes the most recently
@@ -269,14 +316,15 @@ impl ReadCache {
     /// Whether a block of `len` bytes of `part` would go in now (so that a
     /// caller copies it only then).
     pub(crate) fn wants(&self, part: &PartId, len: usize) -> bool {
-        len <= self.budget && self.victims(&self.lock(), part, len).is_some()
+        let inner = self.lock();
+        len <= self.limit() && self.victims(&inner, part, len).is_some()
     }
 
     /// The blocks to drop to make room for `len` bytes of `part`: the least
     /// recently used first, passing over `part`'s own, each of a part read
     /// less often than `part`; `None` if there is no such room.
     fn victims(&self, inner: &Inner, part: &PartId, len: usize) -> Option<Vec<BlockKey>> {
-        let mut room = self.budget.checked_sub(inner.bytes)?;
+        let mut room = self.limit().checked_sub(inner.bytes)?;
         let mut victims = Vec::new();
         if room >= len {
             return Some(victims);
@@ -307,9 +355,6 @@ impl ReadCache {
     /// block is in the cache.
     pub(crate) fn insert(&self, part: &PartId, block: u64, data: Bytes) -> bool {
         let len = data.len();
-        if len > self.budget {
-            return false;
-        }
         let key = BlockKey { part: *part, block };
         let mut evicted = 0usize;
         {
@@ -317,6 +362,9 @@ impl ReadCache {
             let inner = &mut *g;
             if inner.blocks.contains_key(&key) {
                 return true;
+            }
+            if len > self.limit() {
+                return false;
             }
             let Some(victims) = self.victims(inner, part, len) else {
                 return false;
@@ -383,15 +431,20 @@ impl ReadCache {
 
     /// Running totals and what is held now.
     pub fn stats(&self) -> ReadCacheStats {
-        let bytes = self.lock().bytes as u64;
+        let (bytes, limit) = {
+            let inner = self.lock();
+            (inner.bytes as u64, self.limit() as u64)
+        };
         ReadCacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             inserted_bytes: self.inserted.load(Ordering::Relaxed),
             evicted_bytes: self.evicted.load(Ordering::Relaxed),
             forgotten_bytes: self.forgotten.load(Ordering::Relaxed),
+            shed_bytes: self.shed.load(Ordering::Relaxed),
             bytes,
             budget: self.budget as u64,
+            limit,
         }
     }
 }
@@ -544,6 +597,42 @@ mod tests {
         // A block larger than the whole budget is not taken.
         assert!(!c.insert(&q, 7, Bytes::from(vec![0u8; 4 << 20])));
         assert!(c.get(&q, 7).is_none());
+    }
+
+    #[test]
+    fn a_lowered_limit_sheds_the_least_recently_used_and_a_raised_one_refills() {
+        let c = ReadCache::new(4 << 20);
+        let p = part(1, 8 << 20);
+        c.touch(&p);
+        c.touch(&p);
+        for b in 0..4 {
+            assert!(c.insert(&p, b, Bytes::from(vec![b as u8; 1 << 20])));
+        }
+        assert!(c.get(&p, 0).is_some(), "block 0 the most recently used");
+        // Memory runs short: down to 2 MiB, blocks 1 and 2 go at once.
+        assert_eq!(c.set_limit(2 << 20), 2 << 20);
+        assert!(c.get(&p, 1).is_none() && c.get(&p, 2).is_none());
+        assert_eq!(c.get(&p, 0).expect("kept")[0], 0);
+        assert_eq!(c.get(&p, 3).expect("kept")[0], 3);
+        let s = c.stats();
+        assert_eq!((s.bytes, s.limit, s.budget), (2 << 20, 2 << 20, 4 << 20));
+        assert_eq!((s.shed_bytes, s.evicted_bytes), (2 << 20, 0));
+        // Within the limit, a block of the same part finds no room (its
+        // own blocks are never its victims).
+        assert!(!c.wants(&p, 1 << 20));
+        assert!(!c.insert(&p, 1, Bytes::from(vec![1u8; 1 << 20])));
+        // Nothing at all while the limit is 0.
+        assert_eq!(c.set_limit(0), 2 << 20);
+        assert_eq!(c.stats().bytes, 0);
+        assert!(!c.insert(&p, 1, Bytes::from(vec![1u8; 1 << 20])));
+        // Memory is back: a limit above the budget is the budget, and
+        // blocks go in again.
+        assert_eq!(c.set_limit(usize::MAX), 0);
+        assert_eq!(c.stats().limit, 4 << 20);
+        for b in 0..4 {
+            assert!(c.insert(&p, b, Bytes::from(vec![b as u8; 1 << 20])));
+        }
+        assert_eq!(c.stats().bytes, 4 << 20);
     }
 
     #[test]

@@ -369,6 +369,14 @@ impl ObjectLayer {
         self.read_cache.as_ref().map(|c| c.stats())
     }
 
+    /// Sets what the read cache may hold now, at most its budget: lowered
+    /// while memory is short, raised as it comes back
+    /// ([`ReadCache::set_limit`]). Returns the bytes dropped (0 without a
+    /// cache).
+    pub fn set_read_cache_limit(&self, bytes: usize) -> u64 {
+        self.read_cache.as_ref().map_or(0, |c| c.set_limit(bytes))
+    }
+
     /// The deployment id (from `format.json`).
     pub fn deployment_id(&self) -> Uuid {
         self.deployment_id
