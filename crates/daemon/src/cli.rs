@@ -159,7 +159,8 @@ pub const READ_CACHE: EnvVar = EnvVar {
            hashing the shards: a size (bytes, or with KiB, MiB, GiB, TiB), off or 0 for none; \
            auto (default): 1/16 of the memory available at start, at most 1 GiB. A part is \
            cached from its second read on, if it fits a quarter of the cache; a full cache \
-           takes it only in place of parts read less often",
+           takes it only in place of parts read less often. While memory is short it gives \
+           memory back, leaving its size (at most 1 GiB) available to everything else",
 };
 pub const GROUP_COMMIT: EnvVar = EnvVar {
     name: "TESSERA_GROUP_COMMIT",

@@ -497,37 +497,6 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("expected a size such as 512MiB or 2GiB (at most 1PiB), not '{t}'"))
 }
 
-/// The memory this process may use: `MemAvailable` of `/proc/meminfo`, or
-/// the cgroup's limit (v2 `memory.max`, v1 `memory.limit_in_bytes`) when
-/// that is lower. `None` where neither can be read.
-pub fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
-    let cgroup = [
-        "/sys/fs/cgroup/memory.max",
-        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-    ]
-    .iter()
-    .find_map(|p| std::fs::read_to_string(p).ok());
-    memory_limit(meminfo.as_deref(), cgroup.as_deref())
-}
-
-/// [`available_memory`] from the files' text.
-fn memory_limit(meminfo: Option<&str>, cgroup: Option<&str>) -> Option<u64> {
-    let available = meminfo.and_then(|m| {
-        m.lines().find_map(|l| {
-            let kib = l.strip_prefix("MemAvailable:")?.trim().strip_suffix("kB")?;
-            kib.trim().parse::<u64>().ok().map(|k| k * 1024)
-        })
-    });
-    // "max" (v2) or a huge number (v1, no limit) parse to no bound or one
-    // above the machine's memory.
-    let limit = cgroup.and_then(|c| c.trim().parse::<u64>().ok());
-    match (available, limit) {
-        (Some(a), Some(l)) => Some(a.min(l)),
-        (a, l) => a.or(l),
-    }
-}
-
 fn duration_var(env: &Env, var: &EnvVar, default: Duration) -> Result<Duration, ConfigError> {
     match env.get(var) {
         None => Ok(default),
@@ -1286,19 +1255,5 @@ mod tests {
         assert_eq!(requests_max_for(1 << 30), 128);
         assert_eq!(requests_max_for(24 << 30), 3072);
         assert_eq!(requests_max_for(u64::MAX), MAX_REQUESTS_CAP);
-        let meminfo =
-            "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n";
-        assert_eq!(memory_limit(Some(meminfo), None), Some(20_000_000 * 1024));
-        assert_eq!(
-            memory_limit(Some(meminfo), Some("max\n")),
-            Some(20_000_000 * 1024)
-        );
-        assert_eq!(
-            memory_limit(Some(meminfo), Some("1073741824\n")),
-            Some(1 << 30)
-        );
-        assert_eq!(memory_limit(None, Some("1073741824")), Some(1 << 30));
-        assert_eq!(memory_limit(Some("MemTotal: 1 kB\n"), None), None);
-        assert_eq!(memory_limit(None, None), None);
     }
 }

@@ -13,6 +13,7 @@ mod cli;
 mod config;
 mod fdlimit;
 mod health;
+mod memory;
 mod metrics;
 mod server;
 mod systemd;
@@ -208,7 +209,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     );
     // The memory available at start sizes the defaults of the read cache
     // and of the requests served at once (4 GiB assumed where unknown).
-    let available = config::available_memory();
+    let available = memory::available();
     let assumed = available.unwrap_or(4 << 30);
     let read_cache = match cfg.read_cache {
         Some(bytes) => bytes,
@@ -232,6 +233,11 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
             .await
             .map_err(|e| ConfigError(format!("opening the drives: {e}")))?,
     );
+
+    if read_cache > 0 {
+        // The cache gives memory back while the machine runs short of it.
+        tokio::spawn(memory::watch_read_cache(layer.clone(), memory::available));
+    }
 
     let metrics = Arc::new(Metrics::new());
     metrics

@@ -101,9 +101,11 @@ pub struct Metrics {
     read_cache_hits: Counter,
     read_cache_misses: Counter,
     read_cache_evicted: Counter,
+    read_cache_shed: Counter,
     read_cache_seen: Mutex<object::layer::ReadCacheStats>,
     read_cache_bytes: Gauge,
     read_cache_budget: Gauge,
+    read_cache_limit: Gauge,
     md5_seen: Mutex<md5x::HubStats>,
     drives: Family<State, Gauge>,
     drive_online: Family<DriveLabel, Gauge>,
@@ -162,9 +164,11 @@ impl Metrics {
             read_cache_hits: Counter::default(),
             read_cache_misses: Counter::default(),
             read_cache_evicted: Counter::default(),
+            read_cache_shed: Counter::default(),
             read_cache_seen: Mutex::new(Default::default()),
             read_cache_bytes: Gauge::default(),
             read_cache_budget: Gauge::default(),
+            read_cache_limit: Gauge::default(),
             md5_seen: Mutex::new(md5x::HubStats::default()),
             drives: Family::default(),
             drive_online: Family::default(),
@@ -272,6 +276,16 @@ impl Metrics {
             "read_cache_budget_bytes",
             "The read cache's budget (TESSERA_READ_CACHE; 0: no cache)",
             m.read_cache_budget.clone(),
+        );
+        registry.register(
+            "read_cache_limit_bytes",
+            "What the read cache may hold now: its budget, or, while memory is short, as much as leaves its budget (at most 1 GiB) available to everything else (MemAvailable, or the cgroup's headroom)",
+            m.read_cache_limit.clone(),
+        );
+        registry.register(
+            "read_cache_shed_bytes",
+            "Bytes of blocks the read cache dropped to give memory back while memory was short",
+            m.read_cache_shed.clone(),
         );
         registry.register(
             "md5_lane_steps",
@@ -423,9 +437,12 @@ impl Metrics {
                 .inc_by(now.misses.saturating_sub(seen.misses));
             self.read_cache_evicted
                 .inc_by(now.evicted_bytes.saturating_sub(seen.evicted_bytes));
+            self.read_cache_shed
+                .inc_by(now.shed_bytes.saturating_sub(seen.shed_bytes));
             let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
             self.read_cache_bytes.set(clamp(now.bytes));
             self.read_cache_budget.set(clamp(now.budget));
+            self.read_cache_limit.set(clamp(now.limit));
             *seen = now;
         }
         {

@@ -217,7 +217,8 @@ fn metrics_can_be_public() {
 /// The read cache through the real server: a hot object's blocks are
 /// served from memory from its third GET (the second admits them), an
 /// overwrite is read right at once and the old blocks leave with the old
-/// data, and `TESSERA_READ_CACHE=off` keeps nothing.
+/// data, and `TESSERA_READ_CACHE=off` keeps nothing. (Giving memory back
+/// when it runs short: `memory.rs`'s tests.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hot_objects_are_served_from_the_read_cache() {
     let metric = |d: &Daemon, name: &str| {
@@ -240,6 +241,9 @@ async fn hot_objects_are_served_from_the_read_cache() {
             .env("TESSERA_READ_CACHE", setting);
         let d = Daemon::start(cmd);
         assert_eq!(metric(&d, "tessera_read_cache_budget_bytes"), budget);
+        // Far more memory available than a 64 MiB budget needs: the
+        // limit is the whole budget.
+        assert_eq!(metric(&d, "tessera_read_cache_limit_bytes"), budget);
         let s3 = d.s3(USER, PASSWORD);
         s3.create_bucket().bucket("hot").send().await.unwrap();
         // 3 MiB and 4 bytes: four erasure blocks, the last of 4 bytes.
@@ -295,5 +299,6 @@ async fn hot_objects_are_served_from_the_read_cache() {
             .unwrap();
         assert_eq!(metric(&d, "tessera_read_cache_bytes"), 0, "deleted");
         assert_eq!(metric(&d, "tessera_read_cache_evicted_bytes_total"), 0);
+        assert_eq!(metric(&d, "tessera_read_cache_shed_bytes_total"), 0);
     }
 }
