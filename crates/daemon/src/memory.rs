@@ -155,8 +155,24 @@ pub fn adjust_read_cache(layer: &ObjectLayer, available: u64) -> Option<Adjusted
     Some(Adjusted { limit, shed })
 }
 
+/// Whether memory is now to be reported short (`Some(true)`), back
+/// (`Some(false)`), or neither: short once the limit is a sixteenth of the
+/// budget below it, back when it is the budget again.
+fn transition(short: bool, limit: u64, budget: u64) -> Option<bool> {
+    if !short && limit < budget - budget / 16 {
+        Some(true)
+    } else if short && limit >= budget {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// Every [`WATCH_PERIOD`], fits the read cache to the memory `read` says
-/// is available, logging when it starts and stops giving memory back.
+/// is available, logging when it starts and stops giving memory back: a
+/// warning once the limit is a sixteenth of the budget below it, a line
+/// when it is back at the budget (a limit hovering near the budget logs
+/// nothing, so a few megabytes coming and going do not fill the log).
 pub async fn watch_read_cache(layer: std::sync::Arc<ObjectLayer>, read: impl Fn() -> Option<u64>) {
     let mut tick = tokio::time::interval(WATCH_PERIOD);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -170,8 +186,9 @@ pub async fn watch_read_cache(layer: std::sync::Arc<ObjectLayer>, read: impl Fn(
             continue;
         };
         let budget = layer.read_cache_stats().map_or(0, |s| s.budget);
-        if a.limit < budget && !short {
-            short = true;
+        let now = transition(short, a.limit, budget);
+        short = now.unwrap_or(short);
+        if now == Some(true) {
             tracing::warn!(
                 available_mib = available >> 20,
                 limit_mib = a.limit >> 20,
@@ -179,8 +196,7 @@ pub async fn watch_read_cache(layer: std::sync::Arc<ObjectLayer>, read: impl Fn(
                 shed_mib = a.shed >> 20,
                 "memory is short: the read cache gives memory back"
             );
-        } else if a.limit == budget && short {
-            short = false;
+        } else if now == Some(false) {
             tracing::info!(
                 available_mib = available >> 20,
                 budget_mib = budget >> 20,
@@ -393,6 +409,21 @@ mod tests {
         free.store(1 << 30, std::sync::atomic::Ordering::Relaxed);
         wait_for(1 << 20, 8 << 20).await;
         watch.abort();
+    }
+
+    #[test]
+    fn short_and_back_are_logged_once_each() {
+        let b = 1600u64;
+        // A few bytes under the budget: nothing to report.
+        assert_eq!(transition(false, b - 1, b), None);
+        assert_eq!(transition(false, b - 100, b), None);
+        assert_eq!(transition(false, b - 101, b), Some(true));
+        assert_eq!(transition(false, 0, b), Some(true));
+        // Short, and partly back: still short; all the way: back.
+        assert_eq!(transition(true, b - 1, b), None);
+        assert_eq!(transition(true, 0, b), None);
+        assert_eq!(transition(true, b, b), Some(false));
+        assert_eq!(transition(false, b, b), None);
     }
 
     #[test]
