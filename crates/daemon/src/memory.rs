@@ -6,9 +6,9 @@
 //! process's memory cgroup has a limit, that limit less what the cgroup
 //! uses, its page cache (`active_file` and `inactive_file`, which the
 //! kernel reclaims before it fails an allocation) counted as free, as
-//! `MemAvailable` counts the machine's. The
-//! cgroup is the process's own (`/proc/self/cgroup`; a systemd unit's
-//! `MemoryMax=`), or the root of the hierarchy as a container sees it.
+//! `MemAvailable` counts the machine's. The cgroup is the process's own
+//! (`/proc/self/cgroup`; a systemd unit's `MemoryMax=`), or the root of
+//! the hierarchy as a container sees it.
 
 use std::time::Duration;
 
