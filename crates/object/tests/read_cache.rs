@@ -4,7 +4,8 @@
 //! with its data; one pass over objects, or a part above a quarter of the
 //! budget, caches nothing; a full cache takes only parts read more often
 //! than what it would drop; bitrot under cached blocks is left to heal;
-//! readers racing overwrites get whole versions.
+//! readers racing overwrites get whole versions, and so do readers while
+//! the limit moves (memory coming and going).
 
 mod support;
 
@@ -415,4 +416,66 @@ async fn reads_racing_overwrites_see_whole_versions() {
         s.hits + 4,
         "the last version from the cache"
     );
+}
+
+/// The limit moving under readers (memory coming and going): every GET
+/// returns the object's bytes, blocks dropped in the middle of a read are
+/// read from the drives, and the cache ends within the last limit set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_under_a_moving_limit_stay_whole() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (_tmp, _ds, l) = fresh(16 << 20, "rlimit").await;
+    let l = std::sync::Arc::new(l);
+    let bodies: std::sync::Arc<Vec<Vec<u8>>> =
+        std::sync::Arc::new((0..3).map(|s| data((2 << 20) + 7, 80 + s)).collect());
+    for (i, b) in bodies.iter().enumerate() {
+        put(&l, "rlimit", &format!("k{i}"), b).await;
+    }
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let limiter = {
+        let (l, done) = (l.clone(), done.clone());
+        tokio::spawn(async move {
+            let (mut changes, mut shed) = (0usize, 0u64);
+            while !done.load(Ordering::Relaxed) {
+                shed += l.set_read_cache_limit([0, 16 << 20, 3 << 20][changes % 3]);
+                changes += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            (changes, shed)
+        })
+    };
+    let mut readers = Vec::new();
+    for r in 0..4 {
+        let (l, bodies) = (l.clone(), bodies.clone());
+        readers.push(tokio::spawn(async move {
+            for n in 0..30 {
+                let i = (r + n) % bodies.len();
+                let got = get(&l, "rlimit", &format!("k{i}")).await.unwrap();
+                assert!(got == bodies[i], "k{i}: wrong bytes under a moving limit");
+            }
+        }));
+    }
+    for r in readers {
+        r.await.unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    let (changes, mut shed) = limiter.await.unwrap();
+    assert!(changes >= 3, "the limit moved while they read: {changes}");
+    shed += l.set_read_cache_limit(1 << 20);
+    let s = stats(&l);
+    assert_eq!(s.shed_bytes, shed, "{s:?}");
+    // At most one block under the last limit, 1 MiB.
+    assert_eq!(s.limit, 1 << 20);
+    assert!(s.bytes <= 1 << 20, "{s:?}");
+    // Raised again, the cache fills as before; lowered, it sheds it all.
+    l.set_read_cache_limit(usize::MAX);
+    for _ in 0..3 {
+        assert!(get(&l, "rlimit", "k0").await.unwrap() == bodies[0]);
+    }
+    let size = cached_size(bodies[0].len() as u64);
+    assert!(stats(&l).bytes >= size, "{:?}", stats(&l));
+    let before = stats(&l).bytes;
+    assert_eq!(l.set_read_cache_limit(0), before);
+    assert!(get(&l, "rlimit", "k0").await.unwrap() == bodies[0]);
+    assert_eq!(stats(&l).bytes, 0);
 }
