@@ -2,13 +2,14 @@
 //! (the read cache, the requests served at once), then every second to keep
 //! the read cache out of the way when memory runs short.
 //!
-//! "Available" is the least of the machine's `MemAvailable` and, when the
-//! process's memory cgroup has a limit, that limit less what the cgroup
-//! uses, its page cache (`active_file` and `inactive_file`, which the
-//! kernel reclaims before it fails an allocation) counted as free, as
-//! `MemAvailable` counts the machine's. The cgroup is the process's own
-//! (`/proc/self/cgroup`; a systemd unit's `MemoryMax=`), or the root of
-//! the hierarchy as a container sees it.
+//! "Available" is the least of the machine's `MemAvailable` and, for each
+//! memory cgroup with a limit that the process is in, that limit less what
+//! the cgroup uses, its page cache (`active_file` and `inactive_file`,
+//! which the kernel reclaims before it fails an allocation) counted as
+//! free, as `MemAvailable` counts the machine's. The cgroups are the
+//! process's own (`/proc/self/cgroup`; a systemd unit's `MemoryMax=`) and
+//! its ancestors (a slice's), or the root of the hierarchy as a container
+//! sees it.
 
 use std::time::Duration;
 
@@ -23,9 +24,9 @@ pub fn available() -> Option<u64> {
     let read = |p: &str| std::fs::read_to_string(p).ok();
     let meminfo = read("/proc/meminfo");
     let own = read("/proc/self/cgroup");
-    let cgroup = cgroup_dirs(own.as_deref())
+    let cgroups: Vec<Cgroup> = cgroup_dirs(own.as_deref())
         .into_iter()
-        .find_map(|(dir, v2)| {
+        .filter_map(|(dir, v2)| {
             let (limit, usage) = if v2 {
                 ("memory.max", "memory.current")
             } else {
@@ -36,8 +37,9 @@ pub fn available() -> Option<u64> {
                 usage: read(&format!("{dir}/{usage}")),
                 stat: read(&format!("{dir}/memory.stat")),
             })
-        });
-    available_from(meminfo.as_deref(), cgroup.as_ref())
+        })
+        .collect();
+    available_from(meminfo.as_deref(), &cgroups)
 }
 
 /// The text of a memory cgroup's files.
@@ -47,12 +49,14 @@ struct Cgroup {
     stat: Option<String>,
 }
 
-/// Where the memory cgroup's files may be, most specific first, each with
-/// whether it is cgroup v2: the process's own cgroup (v1's `memory`
-/// controller, else the v2 path), then the mount's root.
+/// Where the files of the memory cgroups the process is in may be, each
+/// with whether it is cgroup v2: its own cgroup and every ancestor, in
+/// the v1 `memory` hierarchy if it has one, else in the v2 one, down to
+/// the mount's root (all that a container sees of it). Files that are not
+/// there are passed over.
 fn cgroup_dirs(self_cgroup: Option<&str>) -> Vec<(String, bool)> {
-    let mut dirs = Vec::new();
-    let mut v1 = false;
+    let mut v1 = None;
+    let mut v2 = None;
     for line in self_cgroup.unwrap_or("").lines() {
         let mut f = line.splitn(3, ':');
         let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
@@ -64,19 +68,39 @@ fn cgroup_dirs(self_cgroup: Option<&str>) -> Vec<(String, bool)> {
         }
         let path = path.trim_end_matches('/');
         if controllers.split(',').any(|c| c == "memory") {
-            dirs.insert(0, (format!("/sys/fs/cgroup/memory{path}"), false));
-            v1 = true;
-        } else if controllers.is_empty() && !v1 && !path.is_empty() {
-            dirs.push((format!("/sys/fs/cgroup{path}"), true));
+            v1 = Some(path);
+        } else if controllers.is_empty() {
+            v2 = Some(path);
         }
     }
-    dirs.push(("/sys/fs/cgroup".into(), true));
-    dirs.push(("/sys/fs/cgroup/memory".into(), false));
+    // A path and its ancestors under `root`, the deepest first.
+    let chain = |root: &str, path: &str, is_v2: bool| {
+        let mut out = Vec::new();
+        let mut p = path;
+        loop {
+            out.push((format!("{root}{p}"), is_v2));
+            match p.rfind('/') {
+                Some(i) => p = &p[..i],
+                None => break,
+            }
+        }
+        out
+    };
+    let mut dirs = match (v1, v2) {
+        (Some(p), _) => chain("/sys/fs/cgroup/memory", p, false),
+        (None, Some(p)) => chain("/sys/fs/cgroup", p, true),
+        (None, None) => Vec::new(),
+    };
+    for root in [("/sys/fs/cgroup", true), ("/sys/fs/cgroup/memory", false)] {
+        if !dirs.iter().any(|(d, _)| d == root.0) {
+            dirs.push((root.0.to_string(), root.1));
+        }
+    }
     dirs
 }
 
 /// [`available`] from the files' text.
-fn available_from(meminfo: Option<&str>, cgroup: Option<&Cgroup>) -> Option<u64> {
+fn available_from(meminfo: Option<&str>, cgroups: &[Cgroup]) -> Option<u64> {
     let machine = meminfo.and_then(|m| {
         m.lines().find_map(|l| {
             let kib = l.strip_prefix("MemAvailable:")?.trim().strip_suffix("kB")?;
@@ -85,7 +109,7 @@ fn available_from(meminfo: Option<&str>, cgroup: Option<&Cgroup>) -> Option<u64>
     });
     // "max" (v2) does not parse: no limit. v1 without a limit reads as a
     // number near 2^63, far above what is used.
-    let group = cgroup.and_then(|c| {
+    let group = cgroups.iter().filter_map(|c| {
         let limit = c.limit.trim().parse::<u64>().ok()?;
         let usage = c
             .usage
@@ -111,7 +135,7 @@ fn available_from(meminfo: Option<&str>, cgroup: Option<&Cgroup>) -> Option<u64>
         });
         Some(limit.saturating_sub(usage.saturating_sub(droppable)))
     });
-    match (machine, group) {
+    match (machine, group.min()) {
         (Some(a), Some(g)) => Some(a.min(g)),
         (a, g) => a.or(g),
     }
@@ -222,7 +246,7 @@ mod tests {
         let meminfo =
             "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n";
         let machine = 20_000_000 * 1024;
-        assert_eq!(available_from(Some(meminfo), None), Some(machine));
+        assert_eq!(available_from(Some(meminfo), &[]), Some(machine));
         let group = |limit: &str, usage: Option<&str>, stat: Option<&str>| Cgroup {
             limit: limit.into(),
             usage: usage.map(Into::into),
@@ -230,9 +254,9 @@ mod tests {
         };
         // No limit: v2's "max", v1's number near 2^63.
         let none = group("max\n", Some("4096\n"), None);
-        assert_eq!(available_from(Some(meminfo), Some(&none)), Some(machine));
+        assert_eq!(available_from(Some(meminfo), &[none]), Some(machine));
         let v1_none = group("9223372036854771712\n", Some("4082819072\n"), None);
-        assert_eq!(available_from(Some(meminfo), Some(&v1_none)), Some(machine));
+        assert_eq!(available_from(Some(meminfo), &[v1_none]), Some(machine));
         // A 1 GiB limit with 768 MiB used, of which 512 MiB page cache
         // (shmem, on the anon lists, is not): 768 MiB left.
         let v2 = group(
@@ -243,7 +267,7 @@ mod tests {
                  inactive_anon 0\nactive_file 134217728\ninactive_file 402653184\n",
             ),
         );
-        assert_eq!(available_from(Some(meminfo), Some(&v2)), Some(768 << 20));
+        assert_eq!(available_from(Some(meminfo), &[v2]), Some(768 << 20));
         // v1 reads the subtree's total_*.
         let v1 = group(
             "1073741824\n",
@@ -253,44 +277,69 @@ mod tests {
                  total_inactive_file 201326592\ntotal_active_file 67108864\n",
             ),
         );
-        assert_eq!(available_from(None, Some(&v1)), Some(512 << 20));
+        assert_eq!(available_from(None, &[v1]), Some(512 << 20));
         // Over the limit, nothing left; no usage file, the limit itself.
         let over = group("1073741824", Some("2147483648"), None);
-        assert_eq!(available_from(Some(meminfo), Some(&over)), Some(0));
+        assert_eq!(available_from(Some(meminfo), &[over]), Some(0));
         let bare = group("1073741824", None, None);
-        assert_eq!(available_from(None, Some(&bare)), Some(1 << 30));
-        assert_eq!(available_from(Some("MemTotal: 1 kB\n"), None), None);
-        assert_eq!(available_from(None, None), None);
+        assert_eq!(available_from(None, &[bare]), Some(1 << 30));
+        assert_eq!(available_from(Some("MemTotal: 1 kB\n"), &[]), None);
+        assert_eq!(available_from(None, &[]), None);
+        // A unit under a slice: the least headroom of the two counts.
+        let unit = group("1073741824", Some("536870912"), None);
+        let slice = group("2147483648", Some("1879048192"), None);
+        assert_eq!(
+            available_from(Some(meminfo), &[unit, slice]),
+            Some(256 << 20)
+        );
     }
 
     #[test]
-    fn the_cgroup_is_the_process_own_then_the_root() {
+    fn the_cgroups_are_the_process_own_and_its_ancestors() {
+        let dirs = |text: Option<&str>| -> Vec<String> {
+            cgroup_dirs(text).into_iter().map(|(d, _)| d).collect()
+        };
+        // v1 (this machine's layout): the memory hierarchy, then v2's root.
         let v1 = "9:systemd:/\n4:memory:/process_api/abc\n0::/\n";
         assert_eq!(
             cgroup_dirs(Some(v1)),
             [
                 ("/sys/fs/cgroup/memory/process_api/abc".to_string(), false),
+                ("/sys/fs/cgroup/memory/process_api".to_string(), false),
+                ("/sys/fs/cgroup/memory".to_string(), false),
+                ("/sys/fs/cgroup".to_string(), true),
+            ]
+        );
+        // v2: a unit, its slice, the root.
+        let v2 = "0::/system.slice/tessera.service\n";
+        assert_eq!(
+            cgroup_dirs(Some(v2)),
+            [
+                (
+                    "/sys/fs/cgroup/system.slice/tessera.service".to_string(),
+                    true
+                ),
+                ("/sys/fs/cgroup/system.slice".to_string(), true),
                 ("/sys/fs/cgroup".to_string(), true),
                 ("/sys/fs/cgroup/memory".to_string(), false),
             ]
         );
-        let v2 = "0::/system.slice/tessera.service\n";
-        assert_eq!(
-            cgroup_dirs(Some(v2))[0],
-            (
-                "/sys/fs/cgroup/system.slice/tessera.service".to_string(),
-                true
-            )
-        );
         // A container's namespaced root, and nothing readable.
         assert_eq!(
-            cgroup_dirs(Some("0::/\n"))[0],
-            ("/sys/fs/cgroup".to_string(), true)
+            dirs(Some("0::/\n")),
+            ["/sys/fs/cgroup", "/sys/fs/cgroup/memory"]
         );
-        assert_eq!(cgroup_dirs(None).len(), 2);
-        assert_eq!(cgroup_dirs(Some("0::/../etc\n")).len(), 2);
+        assert_eq!(dirs(None), ["/sys/fs/cgroup", "/sys/fs/cgroup/memory"]);
+        assert_eq!(dirs(Some("0::/../etc\n")).len(), 2);
         let joined = "5:cpu,memory:/a/b/\n";
-        assert_eq!(cgroup_dirs(Some(joined))[0].0, "/sys/fs/cgroup/memory/a/b");
+        assert_eq!(
+            dirs(Some(joined))[..3],
+            [
+                "/sys/fs/cgroup/memory/a/b",
+                "/sys/fs/cgroup/memory/a",
+                "/sys/fs/cgroup/memory"
+            ]
+        );
     }
 
     /// A layer on four fresh drives with an 8 MiB read cache, holding

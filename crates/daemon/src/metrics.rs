@@ -279,7 +279,7 @@ impl Metrics {
         );
         registry.register(
             "read_cache_limit_bytes",
-            "What the read cache may hold now: its budget, or, while memory is short, as much as leaves its budget (at most 1 GiB) available to everything else (MemAvailable, or the cgroup's headroom)",
+            "What the read cache may hold now: its budget, or, while memory is short, as much as leaves its budget (at most 1 GiB) available to everything else (MemAvailable, or the least headroom of the server's memory cgroups)",
             m.read_cache_limit.clone(),
         );
         registry.register(
