@@ -161,6 +161,25 @@ impl Sketch {
     }
 }
 
+/// A block's bytes, `parts` one after the other (`len` in all), in an
+/// anonymous mapping of their own: dropping the block (evicted, forgotten
+/// or shed) gives its memory back to the kernel at once. From the heap, a
+/// freed 1 MiB block may stay with the allocator, and a cache shedding
+/// memory under pressure would free nothing the machine could use. `None`
+/// if the parts do not add up to `len` or the mapping fails.
+pub(crate) fn block_bytes<'a>(
+    parts: impl IntoIterator<Item = &'a [u8]>,
+    len: usize,
+) -> Option<Bytes> {
+    let mut map = memmap2::MmapMut::map_anon(len).ok()?;
+    let mut at = 0;
+    for p in parts {
+        map.get_mut(at..at + p.len())?.copy_from_slice(p);
+        at += p.len();
+    }
+    (at == len).then(|| Bytes::from_owner(map))
+}
+
 /// Running totals of a [`ReadCache`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadCacheStats {
@@ -633,6 +652,15 @@ mod tests {
             assert!(c.insert(&p, b, Bytes::from(vec![b as u8; 1 << 20])));
         }
         assert_eq!(c.stats().bytes, 4 << 20);
+    }
+
+    #[test]
+    fn block_bytes_are_the_parts_in_order_or_nothing() {
+        let b = block_bytes([&[1u8, 2][..], &[3, 4, 5]], 5).expect("mapped");
+        assert_eq!(&b[..], [1, 2, 3, 4, 5]);
+        assert_eq!(&b.slice(1..4)[..], [2, 3, 4]);
+        assert!(block_bytes([&[1u8, 2][..]], 3).is_none(), "short");
+        assert!(block_bytes([&[1u8, 2][..], &[3, 4]], 3).is_none(), "long");
     }
 
     #[test]

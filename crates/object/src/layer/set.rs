@@ -1322,17 +1322,14 @@ impl ErasureSet {
         let (chunks, at_once) = self
             .verify_block(rs, src, r, fetched, b, sl, pi, bad, inline)
             .await?;
+        // The copy is made only once the block is sure to go in.
         if let Some(c) = src.cache
             && c.admit
             && c.cache.wants(&c.part, k * sl)
+            && let Some(data) =
+                super::cache::block_bytes(chunks.iter().map(Chunk::as_slice), k * sl)
         {
-            let mut data = Vec::with_capacity(k * sl);
-            for chunk in &chunks {
-                data.extend_from_slice(chunk.as_slice());
-            }
-            if data.len() == k * sl {
-                c.cache.insert(&c.part, b, Bytes::from(data));
-            }
+            c.cache.insert(&c.part, b, data);
         }
         Ok((chunks, at_once))
     }
