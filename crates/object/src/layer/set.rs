@@ -1326,8 +1326,9 @@ impl ErasureSet {
         if let Some(c) = src.cache
             && c.admit
             && c.cache.wants(&c.part, k * sl)
-            && let Some(data) =
-                super::cache::block_bytes(chunks.iter().map(Chunk::as_slice), k * sl)
+            && let Some(data) = c
+                .cache
+                .block_bytes(chunks.iter().map(Chunk::as_slice), k * sl)
         {
             c.cache.insert(&c.part, b, data);
         }
