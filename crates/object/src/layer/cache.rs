@@ -44,7 +44,7 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -85,6 +85,8 @@ struct Inner {
     order: BTreeMap<u64, BlockKey>,
     tick: u64,
     bytes: usize,
+    /// What may be held now: the budget, or less while memory is short.
+    limit: usize,
     /// How often each part was read lately.
     reads: Sketch,
 }
@@ -169,40 +171,51 @@ const SPARE_MAX: usize = 16 << 20;
 /// a cache that replaces blocks (a working set larger than the budget)
 /// then maps, faults in and unmaps nothing per block, which cost it a
 /// tenth of its CPU per MiB in such a run.
-struct Spares {
-    maps: Mutex<Vec<memmap2::MmapMut>>,
+struct Spares(Mutex<SpareMaps>);
+
+struct SpareMaps {
+    maps: Vec<memmap2::MmapMut>,
     /// Bytes of `maps`.
-    held: AtomicUsize,
+    held: usize,
     /// Most bytes kept.
-    cap: AtomicUsize,
+    cap: usize,
 }
 
 impl Spares {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SpareMaps> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn take(&self, len: usize) -> Option<memmap2::MmapMut> {
-        let mut maps = self.maps.lock().unwrap_or_else(|p| p.into_inner());
-        let i = maps.iter().position(|m| m.len() == len)?;
-        self.held.fetch_sub(len, Ordering::Relaxed);
-        Some(maps.swap_remove(i))
+        let mut s = self.lock();
+        let i = s.maps.iter().position(|m| m.len() == len)?;
+        s.held -= len;
+        Some(s.maps.swap_remove(i))
     }
 
     /// Keeps `map` if there is room, else unmaps it.
     fn put(&self, map: memmap2::MmapMut) {
-        let mut maps = self.maps.lock().unwrap_or_else(|p| p.into_inner());
-        let held = self.held.load(Ordering::Relaxed);
-        if held + map.len() <= self.cap.load(Ordering::Relaxed) {
-            self.held.fetch_add(map.len(), Ordering::Relaxed);
-            maps.push(map);
+        let mut s = self.lock();
+        if s.held + map.len() <= s.cap {
+            s.held += map.len();
+            s.maps.push(map);
         }
     }
 
     /// Sets the most kept, unmapping what is above it.
     fn set_cap(&self, cap: usize) {
-        let mut maps = self.maps.lock().unwrap_or_else(|p| p.into_inner());
-        self.cap.store(cap, Ordering::Relaxed);
-        while self.held.load(Ordering::Relaxed) > cap {
-            let Some(m) = maps.pop() else { break };
-            self.held.fetch_sub(m.len(), Ordering::Relaxed);
+        let mut s = self.lock();
+        s.cap = cap;
+        while s.held > cap {
+            let Some(m) = s.maps.pop() else { break };
+            s.held -= m.len();
         }
+    }
+
+    /// Bytes kept.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.lock().held
     }
 }
 
@@ -257,8 +270,6 @@ pub struct ReadCacheStats {
 /// shared by every erasure set of a layer (module documentation above).
 pub struct ReadCache {
     budget: usize,
-    /// What may be held now: the budget, or less while memory is short.
-    limit: AtomicUsize,
     /// Parts larger than this are never admitted.
     max_part: u64,
     inner: Mutex<Inner>,
@@ -295,13 +306,13 @@ impl ReadCache {
         let width = (budget >> 14).clamp(SKETCH_MIN, SKETCH_MAX);
         ReadCache {
             budget,
-            limit: AtomicUsize::new(budget),
             max_part: (budget / 4) as u64,
             inner: Mutex::new(Inner {
                 blocks: BTreeMap::new(),
                 order: BTreeMap::new(),
                 tick: 0,
                 bytes: 0,
+                limit: budget,
                 reads: Sketch::new(width),
             }),
             hits: AtomicU64::new(0),
@@ -310,11 +321,11 @@ impl ReadCache {
             evicted: AtomicU64::new(0),
             forgotten: AtomicU64::new(0),
             shed: AtomicU64::new(0),
-            spares: std::sync::Arc::new(Spares {
-                maps: Mutex::new(Vec::new()),
-                held: AtomicUsize::new(0),
-                cap: AtomicUsize::new(Self::spare_cap(budget)),
-            }),
+            spares: std::sync::Arc::new(Spares(Mutex::new(SpareMaps {
+                maps: Vec::new(),
+                held: 0,
+                cap: Self::spare_cap(budget),
+            }))),
         }
     }
 
@@ -331,35 +342,26 @@ impl ReadCache {
         parts: impl IntoIterator<Item = &'a [u8]>,
         len: usize,
     ) -> Option<Bytes> {
-        let mut map = match self.spares.take(len) {
+        let map = match self.spares.take(len) {
             Some(m) => m,
             None => memmap2::MmapMut::map_anon(len).ok()?,
         };
-        let mut at = 0;
-        let mut fits = true;
-        for p in parts {
-            match map.get_mut(at..at + p.len()) {
-                Some(dst) => dst.copy_from_slice(p),
-                None => {
-                    fits = false;
-                    break;
-                }
-            }
-            at += p.len();
-        }
-        let block = BlockMap {
+        // Owned from here, so a mapping left unused goes to the spares.
+        let mut block = BlockMap {
             map: Some(map),
             spares: std::sync::Arc::clone(&self.spares),
         };
-        (fits && at == len).then(|| Bytes::from_owner(block))
+        let buf = block.map.as_deref_mut()?;
+        let mut at = 0;
+        for p in parts {
+            buf.get_mut(at..at + p.len())?.copy_from_slice(p);
+            at += p.len();
+        }
+        (at == len).then(|| Bytes::from_owner(block))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn limit(&self) -> usize {
-        self.limit.load(Ordering::Relaxed)
     }
 
     /// Sets what the cache may hold from now on, at most the budget
@@ -378,10 +380,8 @@ impl ReadCache {
         let mut shed = 0usize;
         {
             let mut g = self.lock();
-            // Stored under the lock, so no insert that saw the old limit
-            // lands after the blocks above the new one were dropped.
-            self.limit.store(limit, Ordering::Relaxed);
             let inner = &mut *g;
+            inner.limit = limit;
             while inner.bytes > limit {
                 let Some((_, k)) = inner.order.pop_first() else {
                     break;
@@ -434,14 +434,14 @@ impl ReadCache {
     /// caller copies it only then).
     pub(crate) fn wants(&self, part: &PartId, len: usize) -> bool {
         let inner = self.lock();
-        len <= self.limit() && self.victims(&inner, part, len).is_some()
+        len <= inner.limit && self.victims(&inner, part, len).is_some()
     }
 
     /// The blocks to drop to make room for `len` bytes of `part`: the least
     /// recently used first, passing over `part`'s own, each of a part read
     /// less often than `part`; `None` if there is no such room.
     fn victims(&self, inner: &Inner, part: &PartId, len: usize) -> Option<Vec<BlockKey>> {
-        let mut room = self.limit().checked_sub(inner.bytes)?;
+        let mut room = inner.limit.checked_sub(inner.bytes)?;
         let mut victims = Vec::new();
         if room >= len {
             return Some(victims);
@@ -480,7 +480,7 @@ impl ReadCache {
             if inner.blocks.contains_key(&key) {
                 return true;
             }
-            if len > self.limit() {
+            if len > inner.limit {
                 return false;
             }
             let Some(victims) = self.victims(inner, part, len) else {
@@ -550,7 +550,7 @@ impl ReadCache {
     pub fn stats(&self) -> ReadCacheStats {
         let (bytes, limit) = {
             let inner = self.lock();
-            (inner.bytes as u64, self.limit() as u64)
+            (inner.bytes as u64, inner.limit as u64)
         };
         ReadCacheStats {
             hits: self.hits.load(Ordering::Relaxed),
@@ -767,7 +767,7 @@ mod tests {
     #[test]
     fn dropped_blocks_are_reused_until_memory_is_short() {
         let c = ReadCache::new(64 << 20);
-        let held = |c: &ReadCache| c.spares.held.load(Ordering::Relaxed);
+        let held = |c: &ReadCache| c.spares.held();
         let one = vec![7u8; 1 << 20];
         let a = c.block_bytes([&one[..]], 1 << 20).unwrap();
         let at = a.as_ptr();
