@@ -199,10 +199,16 @@ async fn sniff(stream: &TcpStream, timeout: Duration) -> Option<bool> {
     }
 }
 
+/// Serves HTTP/2 or HTTP/1.1 on `io`. `splice`: the connection's queue of
+/// frames to send from pipes, if it has one. `large_writes`: whether `io`
+/// reads at most [`s3_gateway::splice::MAX_READ`] at once, so that hyper
+/// may queue up to [`s3_gateway::splice::WRITE_BUFFER`] for one write
+/// without growing its read buffer as well.
 async fn serve_io<I>(
     io: I,
     h2: bool,
     splice: Option<Arc<SpliceQueue>>,
+    large_writes: bool,
     app: Arc<App>,
     opts: &ServeOptions,
     watcher: Watcher,
@@ -232,6 +238,9 @@ async fn serve_io<I>(
             .max_header_size(MAX_HEADER_BYTES)
             .max_headers(MAX_HEADERS)
             .keep_alive(true);
+        if large_writes {
+            b.max_buf_size(s3_gateway::splice::WRITE_BUFFER);
+        }
         watcher.watch(b.serve_connection(io, svc)).await
     };
     if let Err(e) = result {
@@ -267,20 +276,22 @@ async fn serve_conn(
                 }
             };
         let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-        serve_io(stream, h2, None, app, &opts, watcher).await;
+        serve_io(stream, h2, None, false, app, &opts, watcher).await;
     } else {
         let Some(h2) = sniff(&stream, opts.read_header_timeout).await else {
             tracing::debug!(%peer, "no request before the header timeout");
             return;
         };
-        if h2 || !opts.splice {
-            serve_io(stream, h2, None, app, &opts, watcher).await;
+        if h2 {
+            serve_io(stream, true, None, false, app, &opts, watcher).await;
         } else {
-            // HTTP/1.1 in the clear: response bytes that wait in pipes are
-            // sent from them (s3_gateway::splice).
+            // HTTP/1.1 in the clear: large writes, reads of the usual size,
+            // and with --splice-get, response bytes that wait in pipes sent
+            // from them (s3_gateway::splice).
             let queue = SpliceQueue::new();
             let io = SpliceIo::new(stream, Arc::clone(&queue));
-            serve_io(io, false, Some(queue), app, &opts, watcher).await;
+            let splice = opts.splice.then_some(queue);
+            serve_io(io, false, splice, true, app, &opts, watcher).await;
         }
     }
 }

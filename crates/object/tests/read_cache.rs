@@ -12,7 +12,8 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use object::layer::{
-    GetOptions, LayerOptions, ObjectLayer, PutOptions, Range, ReadCacheStats, VersionSel,
+    Chunk, ChunkSink, GetOptions, LayerOptions, ObjectLayer, PutOptions, Range, ReadCacheStats,
+    VersionSel,
 };
 use support::{data, dirs, get, put};
 
@@ -112,6 +113,62 @@ async fn a_part_is_cached_at_its_second_read_then_served_from_memory() {
     assert!(get(&uncached, "rcache", "k").await.is_err());
     assert_eq!(get(&l, "rcache", "k").await.unwrap(), body);
     assert_eq!(stats(&l).hits, 2 * blocks);
+}
+
+/// The chunks a read hands out: their lengths, and whether each is
+/// shared (a block of the read cache).
+#[derive(Default)]
+struct Shapes {
+    bytes: Vec<u8>,
+    chunks: Vec<(usize, bool)>,
+}
+
+impl ChunkSink for Shapes {
+    async fn put(&mut self, chunk: Chunk) -> std::io::Result<()> {
+        self.chunks.push((chunk.len(), chunk.is_shared()));
+        self.bytes.extend_from_slice(chunk.as_slice());
+        Ok(())
+    }
+}
+
+async fn shapes(l: &ObjectLayer, b: &str, k: &str, offset: u64, len: u64) -> Shapes {
+    let o = l.open_object(b, k, None).await.expect("open_object");
+    let mut sink = Shapes::default();
+    l.read_object_chunks(&o, offset, len, &mut sink)
+        .await
+        .expect("read");
+    sink
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cached_block_goes_out_in_one_shared_chunk() {
+    let (_tmp, _ds, l) = fresh(64 << 20, "rcache").await;
+    let size = 3 * BLOCK + 777;
+    let body = data(size as usize, 3);
+    put(&l, "rcache", "k", &body).await;
+    // Read from the drives: a chunk per data shard (2+2: two of 512 KiB
+    // per block), none shared.
+    let first = shapes(&l, "rcache", "k", 0, size).await;
+    assert!(first.bytes == body);
+    assert_eq!(first.chunks.len(), 8, "{:?}", first.chunks);
+    assert!(first.chunks[..6].iter().all(|&c| c == (1 << 19, false)));
+    for _ in 0..2 {
+        assert!(shapes(&l, "rcache", "k", 0, size).await.bytes == body);
+    }
+    assert_eq!(stats(&l).hits, 4, "the third read came from the cache");
+    // From the cache: one shared chunk per block (the connection then
+    // writes whole blocks), ranges narrowed within their blocks.
+    let whole = shapes(&l, "rcache", "k", 0, size).await;
+    assert!(whole.bytes == body);
+    let mib = BLOCK as usize;
+    assert_eq!(
+        whole.chunks,
+        vec![(mib, true), (mib, true), (mib, true), (777, true)]
+    );
+    let (from, len) = (BLOCK - 100, BLOCK + 300);
+    let part = shapes(&l, "rcache", "k", from, len).await;
+    assert!(part.bytes[..] == body[from as usize..(from + len) as usize]);
+    assert_eq!(part.chunks, vec![(100, true), (mib, true), (200, true)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -328,7 +328,8 @@ impl ResponseBody {
     }
 
     /// A body of exactly `len` bytes that a writer task produces; at most
-    /// [`STREAM_BUDGET`] bytes wait between the two.
+    /// [`STREAM_BUDGET`] bytes read for it, and [`SHARED_BUDGET`] bytes of
+    /// the read cache's, wait between the two.
     pub(crate) fn channel(len: u64) -> (ResponseBody, ChannelWriter) {
         let (tx, rx) = mpsc::channel(STREAM_FRAMES);
         (
@@ -339,6 +340,7 @@ impl ResponseBody {
             ChannelWriter {
                 tx,
                 budget: Arc::new(Semaphore::new(STREAM_BUDGET)),
+                shared_budget: Arc::new(Semaphore::new(SHARED_BUDGET)),
                 splice: None,
             },
         )
@@ -419,6 +421,12 @@ impl Body for ResponseBody {
 /// MiB per server CPU-second (16 MiB objects, c=8), and the same MiB/s for
 /// one stream read from the disk (where the object layer reads ahead).
 const STREAM_BUDGET: usize = 512 << 10;
+/// Bytes of [shared](object::layer::Chunk::is_shared) frames (blocks of
+/// the read cache) a streamed body may hold queued, apart from
+/// [`STREAM_BUDGET`]: they hold no memory of the read's own, and hyper
+/// takes up to [`WRITE_BUFFER`](crate::splice::WRITE_BUFFER) of them for
+/// one write only if that much is waiting.
+const SHARED_BUDGET: usize = 4 << 20;
 /// Frames queued at most (the budget binds first unless frames are tiny).
 const STREAM_FRAMES: usize = 64;
 
@@ -430,7 +438,10 @@ type QueuedFrame = (Bytes, OwnedSemaphorePermit);
 /// queued bytes).
 pub(crate) struct ChannelWriter {
     tx: mpsc::Sender<io::Result<QueuedFrame>>,
+    /// [`STREAM_BUDGET`]: bytes read for this response.
     budget: Arc<Semaphore>,
+    /// [`SHARED_BUDGET`]: shared bytes (the read cache's blocks).
+    shared_budget: Arc<Semaphore>,
     /// The connection's splice queue, when its transport can send frames
     /// from pipes.
     splice: Option<Arc<SpliceQueue>>,
@@ -458,19 +469,87 @@ impl ChunkSink for ChannelWriter {
             return Ok(());
         }
         let gone = || io::Error::new(io::ErrorKind::BrokenPipe, "client went away");
+        let (budget, cap) = if chunk.is_shared() {
+            (&self.shared_budget, SHARED_BUDGET)
+        } else {
+            (&self.budget, STREAM_BUDGET)
+        };
+        let budget = Arc::clone(budget);
         let bytes = match (&self.splice, chunk.into_bytes_and_pipe()) {
             (Some(queue), (bytes, Some(pipe))) => queue.wrap(bytes, pipe),
             (_, (bytes, _)) => bytes,
         };
-        let share = u32::try_from(bytes.len().min(STREAM_BUDGET)).unwrap_or(u32::MAX);
-        let permit = Arc::clone(&self.budget)
-            .acquire_many_owned(share)
-            .await
-            .map_err(|_| gone())?;
+        let share = u32::try_from(bytes.len().min(cap)).unwrap_or(u32::MAX);
+        let permit = budget.acquire_many_owned(share).await.map_err(|_| gone())?;
         self.tx.send(Ok((bytes, permit))).await.map_err(|_| gone())
     }
 
     fn wants_pipes(&self) -> bool {
         self.splice.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use object::layer::Chunk;
+    use std::time::Duration;
+
+    const MIB: usize = 1 << 20;
+
+    fn block(len: usize, seed: u8) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(13) ^ seed)
+            .collect()
+    }
+
+    /// The next frame's bytes.
+    async fn next(body: &mut ResponseBody) -> Bytes {
+        let frame = body.frame().await.unwrap().unwrap();
+        frame.into_data().unwrap()
+    }
+
+    #[tokio::test]
+    async fn blocks_of_the_read_cache_queue_past_the_stream_budget() {
+        let blocks: Vec<Vec<u8>> = (0..4).map(|s| block(MIB, s)).collect();
+        let (mut body, mut writer) = ResponseBody::channel(4 * MIB as u64);
+        // Shared bytes (as the read cache hands out) hold no memory of the
+        // read's own: four 1 MiB blocks queue with nothing taken yet.
+        let shared: Vec<Bytes> = blocks.iter().cloned().map(Bytes::from).collect();
+        let put_all = async {
+            for b in &shared {
+                writer.put(Chunk::from(b.clone())).await.unwrap();
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), put_all)
+            .await
+            .expect("shared blocks queue within their own budget");
+        for b in &blocks {
+            assert_eq!(next(&mut body).await, b[..]);
+        }
+        assert!(body.frame().await.is_none(), "the body ends after 4 MiB");
+    }
+
+    #[tokio::test]
+    async fn bytes_read_for_the_response_wait_for_the_budget() {
+        let (a, b) = (block(STREAM_BUDGET, 1), block(STREAM_BUDGET, 2));
+        let (mut body, mut writer) = ResponseBody::channel(2 * STREAM_BUDGET as u64);
+        writer.put(Chunk::from(a.clone())).await.unwrap();
+        // A second record of the response's own memory waits until the
+        // connection takes the first.
+        let mut second = Box::pin(writer.put(Chunk::from(b.clone())));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), &mut second)
+                .await
+                .is_err(),
+            "past the budget, a put waits"
+        );
+        assert_eq!(next(&mut body).await, a[..]);
+        tokio::time::timeout(Duration::from_secs(5), second)
+            .await
+            .expect("taking the first frame makes room")
+            .unwrap();
+        assert_eq!(next(&mut body).await, b[..]);
     }
 }
