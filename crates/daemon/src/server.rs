@@ -15,7 +15,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use object::layer::{ObjectLayer, ScannerHandle};
 use prometheus_client::metrics::gauge::Gauge;
-use s3_gateway::splice::{SpliceIo, SpliceQueue};
+use s3_gateway::splice::{PlainIo, SpliceQueue};
 use s3_gateway::{Gateway, ResponseBody};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
@@ -286,11 +286,10 @@ async fn serve_conn(
             serve_io(stream, true, None, false, app, &opts, watcher).await;
         } else {
             // HTTP/1.1 in the clear: large writes, reads of the usual size,
-            // and with --splice-get, response bytes that wait in pipes sent
-            // from them (s3_gateway::splice).
-            let queue = SpliceQueue::new();
-            let io = SpliceIo::new(stream, Arc::clone(&queue));
-            let splice = opts.splice.then_some(queue);
+            // and with TESSERA_SPLICE_GET=on, response bytes that wait in
+            // pipes sent from them (s3_gateway::splice).
+            let splice = opts.splice.then(SpliceQueue::new);
+            let io = PlainIo::new(stream, splice.clone());
             serve_io(io, false, splice, true, app, &opts, watcher).await;
         }
     }

@@ -1,12 +1,13 @@
-//! Response bytes sent from pipes instead of memory, on plain TCP
-//! connections.
+//! The transport of HTTP/1.1 over plain TCP ([`PlainIo`]): writes of up to
+//! [`WRITE_BUFFER`], reads of at most [`MAX_READ`], and response bytes sent
+//! from pipes instead of memory.
 //!
 //! A GET served from the page cache gets each shard record's verified data
 //! twice: in a buffer (where its hash was checked) and in a pipe holding
 //! the same page-cache pages ([`object::layer::Chunk::into_bytes_and_pipe`]).
 //! The body frame hyper sends is the buffer; [`SpliceQueue::wrap`] notes
 //! which memory that frame occupies and which pipe holds its bytes, and
-//! [`SpliceIo`], the connection's transport under hyper, sends a frame it
+//! [`PlainIo`], the connection's transport under hyper, sends a frame it
 //! recognises with `splice` from the pipe, so the kernel hands the pages to
 //! TCP by reference instead of copying them out of the buffer.
 //!
@@ -30,17 +31,17 @@ use object::layer::Pipe;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
-/// Most bytes hyper should queue for one write on a [`SpliceIo`]
+/// Most bytes hyper should queue for one write on a [`PlainIo`]
 /// connection (`http1::Builder::max_buf_size`; hyper's default is 408
 /// KiB): two of the read cache's 1 MiB blocks go out with one `writev`.
 /// Over loopback the kernel's cost per byte sent falls with the size of
 /// the write (a probe here: 0.29 ms per MiB in 512 KiB writes, 0.21 in 1
 /// MiB, 0.19 in 2 MiB). Hyper's read buffer grows to the same size unless
-/// the transport holds its reads back: [`SpliceIo`] reads at most
+/// the transport holds its reads back: [`PlainIo`] reads at most
 /// [`MAX_READ`] at once.
 pub const WRITE_BUFFER: usize = 2 << 20;
 
-/// Most bytes a [`SpliceIo`] reads at once: hyper's default buffer size,
+/// Most bytes a [`PlainIo`] reads at once: hyper's default buffer size,
 /// so that the larger [`WRITE_BUFFER`] leaves request bodies read in
 /// pieces of the usual size (with 2 MiB reads, 16 MiB PUTs at c=8 peaked
 /// at 206 MiB resident against 139).
@@ -164,18 +165,22 @@ impl SpliceQueue {
     }
 }
 
-/// A plain TCP connection that sends the frames its [`SpliceQueue`] knows
-/// from their pipes; everything else passes through.
+/// The transport of an HTTP/1.1 connection over plain TCP, under hyper:
+/// reads at most [`MAX_READ`] at once (so that hyper may queue
+/// [`WRITE_BUFFER`] for a write without reading that much at once too),
+/// and, given a [`SpliceQueue`], sends the frames it knows from their
+/// pipes; everything else passes through.
 #[derive(Debug)]
-pub struct SpliceIo {
+pub struct PlainIo {
     inner: TcpStream,
-    queue: Arc<SpliceQueue>,
+    queue: Option<Arc<SpliceQueue>>,
 }
 
-impl SpliceIo {
-    /// `stream`, sending the frames `queue` knows from their pipes.
-    pub fn new(stream: TcpStream, queue: Arc<SpliceQueue>) -> SpliceIo {
-        SpliceIo {
+impl PlainIo {
+    /// `stream`, sending the frames `queue` knows (if any) from their
+    /// pipes.
+    pub fn new(stream: TcpStream, queue: Option<Arc<SpliceQueue>>) -> PlainIo {
+        PlainIo {
             inner: stream,
             queue,
         }
@@ -212,7 +217,9 @@ impl SpliceIo {
             {
                 Ok(n) => {
                     *sent += n;
-                    self.queue.spliced.fetch_add(n as u64, Ordering::Relaxed);
+                    if let Some(q) = &self.queue {
+                        q.spliced.fetch_add(n as u64, Ordering::Relaxed);
+                    }
                     SPLICED_TOTAL.fetch_add(n as u64, Ordering::Relaxed);
                     if p.is_empty() {
                         *pipe = None;
@@ -232,7 +239,7 @@ impl SpliceIo {
     }
 }
 
-impl AsyncRead for SpliceIo {
+impl AsyncRead for PlainIo {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -253,7 +260,7 @@ impl AsyncRead for SpliceIo {
     }
 }
 
-impl AsyncWrite for SpliceIo {
+impl AsyncWrite for PlainIo {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -270,7 +277,8 @@ impl AsyncWrite for SpliceIo {
         let this = &mut *self;
         // A first slice that is a known frame goes from its pipe; otherwise
         // the slices before the first known frame go from memory.
-        let upto = match this.queue.first_known(bufs) {
+        let known = this.queue.as_ref().and_then(|q| q.first_known(bufs));
+        let upto = match known {
             // (Only empty slices before it: nothing else to write first.)
             Some((i, entry)) if bufs[..i].iter().all(|b| b.is_empty()) => {
                 match this.poll_splice(cx, &entry, &bufs[i]) {
@@ -304,14 +312,18 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
-    /// A connected pair: the server's end under a [`SpliceIo`], and the
+    /// A connected pair: the server's end under a [`PlainIo`], and the
     /// client's end.
-    async fn pair() -> (SpliceIo, Arc<SpliceQueue>, TcpStream) {
+    async fn pair() -> (PlainIo, Arc<SpliceQueue>, TcpStream) {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
         let (server, _) = l.accept().await.unwrap();
         let queue = SpliceQueue::new();
-        (SpliceIo::new(server, Arc::clone(&queue)), queue, client)
+        (
+            PlainIo::new(server, Some(Arc::clone(&queue))),
+            queue,
+            client,
+        )
     }
 
     fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -329,7 +341,7 @@ mod tests {
 
     /// Writes `frames` as hyper does: vectored, advancing past what each
     /// call took.
-    async fn send(io: &mut SpliceIo, mut frames: Vec<Bytes>) {
+    async fn send(io: &mut PlainIo, mut frames: Vec<Bytes>) {
         use bytes::Buf;
         while !frames.is_empty() {
             let slices: Vec<IoSlice<'_>> = frames.iter().map(|b| IoSlice::new(b)).collect();
