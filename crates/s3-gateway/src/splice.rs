@@ -35,10 +35,11 @@ use tokio::net::TcpStream;
 /// connection (`http1::Builder::max_buf_size`; hyper's default is 408
 /// KiB): two of the read cache's 1 MiB blocks go out with one `writev`.
 /// Over loopback the kernel's cost per byte sent falls with the size of
-/// the write (a probe here: 0.29 ms per MiB in 512 KiB writes, 0.21 in 1
-/// MiB, 0.19 in 2 MiB). Hyper's read buffer grows to the same size unless
-/// the transport holds its reads back: [`PlainIo`] reads at most
-/// [`MAX_READ`] at once.
+/// the write (`docs/probes/send_size.c`: 0.29-0.30 ms per MiB in 512 KiB
+/// writes, 0.19-0.22 from 1 MiB up); in the server, 2 MiB against 1 MiB
+/// took another 1.05x off the CPU per MiB of hot GETs. Hyper's read
+/// buffer grows to the same size unless the transport holds its reads
+/// back: [`PlainIo`] reads at most [`MAX_READ`] at once.
 pub const WRITE_BUFFER: usize = 2 << 20;
 
 /// Most bytes a [`PlainIo`] reads at once: hyper's default buffer size,

@@ -1299,9 +1299,9 @@ impl ErasureSet {
     /// the length of each of those pieces and whether every read of the
     /// fetch completed without waiting. A block the fetch found in the read
     /// cache is its cached bytes, in one piece (the connection then sends
-    /// it with one write: a 1 MiB write costs the kernel a quarter less per
-    /// byte than two of 512 KiB over loopback); a block read from the
-    /// drives is added to the cache if the part is admitted.
+    /// whole blocks per write: over loopback a 1 MiB write costs the
+    /// kernel a third less per byte than two of 512 KiB); a block read
+    /// from the drives is added to the cache if the part is admitted.
     #[allow(clippy::too_many_arguments)]
     async fn finish_block(
         &self,
