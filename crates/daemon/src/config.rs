@@ -449,8 +449,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Memory one S3 request may hold, for the default bound on concurrent
 /// requests: the erasure block a streamed upload reads into (about 1 MiB
-/// for any set), or a GET's read-ahead of three blocks and its 2 MiB of
-/// queued response frames.
+/// for any set), or a GET's read-ahead of three blocks, its 512 KiB of
+/// queued response frames and up to 2 MiB in hyper's write buffer (a
+/// plain-TCP HTTP/1.1 connection's). A GET served from the read cache
+/// holds up to 6 MiB of cached blocks queued (4 MiB, and hyper's 2):
+/// memory the cache counts, unless it drops those blocks meanwhile.
 pub const MEMORY_PER_REQUEST: u64 = 6 << 20;
 /// The most requests the bound allows, however much memory there is.
 pub const MAX_REQUESTS_CAP: usize = 1 << 16;
