@@ -272,6 +272,24 @@ async fn hot_objects_are_served_from_the_read_cache() {
         assert_eq!(hits, 4, "the third GET's four blocks");
         assert_eq!(cached, old.len() as u64);
         assert_eq!(metric(&d, "tessera_read_cache_misses_total"), 8);
+        // A range across two cached blocks, sent from them.
+        let (from, to) = ((1u64 << 20) - 6, (2u64 << 20) + 9);
+        let r = s3
+            .get_object()
+            .bucket("hot")
+            .key("k")
+            .range(format!("bytes={from}-{to}"))
+            .send()
+            .await
+            .unwrap();
+        let want = format!("bytes {from}-{to}/{}", old.len());
+        assert_eq!(r.content_range(), Some(want.as_str()));
+        let got = r.body.collect().await.unwrap().into_bytes();
+        assert!(
+            got[..] == old[from as usize..=to as usize],
+            "the range's bytes"
+        );
+        assert_eq!(metric(&d, "tessera_read_cache_hits_total"), 4 + 3);
 
         let new = body(2, 5 << 20);
         s3.put_object()
@@ -290,7 +308,7 @@ async fn hot_objects_are_served_from_the_read_cache() {
             assert!(get_bytes(&s3, "hot", "k").await == new, "GET of the new k");
         }
         assert_eq!(metric(&d, "tessera_read_cache_bytes"), 5 << 20);
-        assert_eq!(metric(&d, "tessera_read_cache_hits_total"), 4 + 5);
+        assert_eq!(metric(&d, "tessera_read_cache_hits_total"), 4 + 3 + 5);
         s3.delete_object()
             .bucket("hot")
             .key("k")

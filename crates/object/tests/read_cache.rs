@@ -229,17 +229,62 @@ async fn ranges_of_cached_blocks_and_parts() {
             list.push(((5 << 20) - 10, 20));
             list.push(((5 << 20) - BLOCK, 2 * BLOCK + 1));
         }
+        let o = l.open_object("rcache", key, None).await.unwrap();
         for (offset, len) in list {
             let want = &full[offset as usize..(offset + len) as usize];
             assert!(
                 range(&l, "rcache", key, offset, len).await == want,
                 "{key}: {offset}+{len}"
             );
+            // The same bytes as slices of the cached blocks.
+            let blocks = l
+                .cached_object_range(&o, offset, len)
+                .unwrap_or_else(|| panic!("{key}: {offset}+{len} all cached"));
+            assert!(
+                blocks.concat() == want,
+                "{key}: {offset}+{len} from the cache"
+            );
+            assert!(blocks.iter().all(|b| b.len() as u64 <= BLOCK));
         }
+        assert!(
+            l.cached_object_range(&o, 1, full.len() as u64).is_none(),
+            "past the end"
+        );
     }
     let s = stats(&l);
     assert_eq!(s.misses, cached.misses, "every range from the cache: {s:?}");
     assert!(s.hits > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_range_comes_from_the_cache_whole_or_not_at_all() {
+    let (_tmp, _ds, l) = fresh(64 << 20, "rcache").await;
+    let body = data(3 * BLOCK as usize + 5, 7);
+    put(&l, "rcache", "k", &body).await;
+    let o = l.open_object("rcache", "k", None).await.unwrap();
+    assert!(
+        l.cached_object_range(&o, 0, 10).is_none(),
+        "nothing cached yet"
+    );
+    // Two reads of the first block only: the second caches that block.
+    for _ in 0..2 {
+        assert_eq!(range(&l, "rcache", "k", 0, 10).await, body[..10]);
+    }
+    let before = stats(&l);
+    assert_eq!(before.inserted_bytes, BLOCK, "{before:?}");
+    // A range past the cached block is not served in part, and counts
+    // nothing (the read that follows counts its own hits and misses).
+    assert!(l.cached_object_range(&o, BLOCK - 1, 2).is_none());
+    assert!(l.cached_object_range(&o, 0, body.len() as u64).is_none());
+    assert_eq!(stats(&l), before);
+    // Within it: served, counted as a hit.
+    let blocks = l.cached_object_range(&o, 3, BLOCK - 3).unwrap();
+    assert!(blocks.concat() == body[3..BLOCK as usize]);
+    assert_eq!(stats(&l).hits, before.hits + 1);
+    assert!(
+        l.cached_object_range(&o, 0, 0).is_none(),
+        "an empty range reads nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -303,6 +303,11 @@ pub struct ResponseBody {
 
 enum Kind {
     Full(Option<Bytes>),
+    /// Buffers ready to go, in order, and their bytes in all.
+    Blocks {
+        blocks: std::vec::IntoIter<Bytes>,
+        remaining: u64,
+    },
     Stream {
         rx: mpsc::Receiver<io::Result<QueuedFrame>>,
         remaining: u64,
@@ -323,6 +328,20 @@ impl ResponseBody {
         let b: Bytes = data.into();
         ResponseBody {
             kind: Kind::Full(if b.is_empty() { None } else { Some(b) }),
+            _slot: None,
+        }
+    }
+
+    /// Buffers already in memory, one frame each (the read cache's blocks
+    /// of a GET: no task, no queue between it and the connection).
+    pub fn blocks(blocks: Vec<Bytes>) -> ResponseBody {
+        let remaining = blocks.iter().map(|b| b.len() as u64).sum();
+        let blocks: Vec<Bytes> = blocks.into_iter().filter(|b| !b.is_empty()).collect();
+        ResponseBody {
+            kind: Kind::Blocks {
+                blocks: blocks.into_iter(),
+                remaining,
+            },
             _slot: None,
         }
     }
@@ -369,6 +388,10 @@ impl Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
         match &mut self.kind {
             Kind::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Kind::Blocks { blocks, remaining } => Poll::Ready(blocks.next().map(|b| {
+                *remaining -= b.len() as u64;
+                Ok(Frame::data(b))
+            })),
             Kind::Stream { rx, remaining } => {
                 if *remaining == 0 {
                     return Poll::Ready(None);
@@ -400,14 +423,16 @@ impl Body for ResponseBody {
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             Kind::Full(b) => b.is_none(),
-            Kind::Stream { remaining, .. } => *remaining == 0,
+            Kind::Blocks { remaining, .. } | Kind::Stream { remaining, .. } => *remaining == 0,
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             Kind::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
-            Kind::Stream { remaining, .. } => SizeHint::with_exact(*remaining),
+            Kind::Blocks { remaining, .. } | Kind::Stream { remaining, .. } => {
+                SizeHint::with_exact(*remaining)
+            }
         }
     }
 }
@@ -529,6 +554,20 @@ mod tests {
             assert_eq!(next(&mut body).await, b[..]);
         }
         assert!(body.frame().await.is_none(), "the body ends after 4 MiB");
+    }
+
+    #[tokio::test]
+    async fn buffers_in_memory_go_out_one_frame_each() {
+        let parts = [block(10, 1), Vec::new(), block(MIB, 2), block(7, 3)];
+        let mut body = ResponseBody::blocks(parts.iter().cloned().map(Bytes::from).collect());
+        assert_eq!(body.size_hint().exact(), Some(10 + MIB as u64 + 7));
+        for p in parts.iter().filter(|p| !p.is_empty()) {
+            assert!(!body.is_end_stream());
+            assert_eq!(next(&mut body).await, p[..]);
+        }
+        assert!(body.is_end_stream());
+        assert_eq!(body.size_hint().exact(), Some(0));
+        assert!(body.frame().await.is_none());
     }
 
     #[tokio::test]

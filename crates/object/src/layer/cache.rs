@@ -417,6 +417,46 @@ impl ReadCache {
         Some(data)
     }
 
+    /// Every block of `want` (each a part and a range of its block
+    /// indexes), in that order, if all of them are cached; else `None`,
+    /// and nothing counted. When they are, each counts as a hit and each
+    /// part as a read (as [`touch`](Self::touch) would), under one hold of
+    /// the lock.
+    pub(crate) fn get_all(
+        &self,
+        want: &[(PartId, std::ops::RangeInclusive<u64>)],
+    ) -> Option<Vec<Bytes>> {
+        if self.budget == 0 {
+            return None;
+        }
+        let mut g = self.lock();
+        let inner = &mut *g;
+        let all = want.iter().all(|(part, blocks)| {
+            blocks
+                .clone()
+                .all(|block| inner.blocks.contains_key(&BlockKey { part: *part, block }))
+        });
+        if !all {
+            return None;
+        }
+        let mut out = Vec::new();
+        for (part, blocks) in want {
+            inner.reads.add(part);
+            for block in blocks.clone() {
+                let key = BlockKey { part: *part, block };
+                let e = inner.blocks.get_mut(&key)?;
+                inner.tick += 1;
+                inner.order.remove(&e.tick);
+                e.tick = inner.tick;
+                inner.order.insert(e.tick, key);
+                out.push(e.data.clone());
+            }
+        }
+        drop(g);
+        self.hits.fetch_add(out.len() as u64, Ordering::Relaxed);
+        Some(out)
+    }
+
     /// Counts a read of `part` (once per read of the part, cached or
     /// not) and tells whether its blocks read from the drives should be
     /// offered to [`insert`](Self::insert): from its second read on (as

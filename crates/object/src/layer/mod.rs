@@ -51,6 +51,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use drive::format::{BUCKETS_VOLUME, META_VOLUME};
 use drive::{Drive, DriveError, FormatErasureV3, LocalDrive, LocalDriveConfig};
 use placement::DistributionAlgo;
@@ -1025,6 +1026,39 @@ impl ObjectLayer {
             });
         }
         Ok(())
+    }
+
+    /// Bytes `offset..offset + length` of an opened object as slices of
+    /// the read cache's blocks, without a copy and without a task, if every
+    /// block they touch is cached; `None` otherwise (nothing is counted
+    /// then: read with [`read_object_chunks`](Self::read_object_chunks)).
+    /// Drives whose metadata did not agree are queued for healing, as a
+    /// read would.
+    pub fn cached_object_range(
+        &self,
+        object: &OpenObject,
+        offset: u64,
+        length: u64,
+    ) -> Option<Vec<Bytes>> {
+        let info = &object.info;
+        if offset.checked_add(length).is_none_or(|end| end > info.size) {
+            return None;
+        }
+        let blocks =
+            self.set_in(object.pool, &info.key)
+                .cached_range(&object.resolved, offset, length)?;
+        let bad_drives: Vec<usize> = (object.resolved.agree.iter().enumerate())
+            .filter_map(|(d, a)| a.is_none().then_some(d))
+            .collect();
+        if !bad_drives.is_empty() {
+            let _ = self.heal_tx.try_send(HealRequest {
+                bucket: info.bucket.clone(),
+                key: info.key.clone(),
+                version: Some(info.version_id.map_or(VersionSel::Null, VersionSel::Id)),
+                bad_drives,
+            });
+        }
+        Some(blocks)
     }
 
     /// Reads `offset..offset + length` of an opened version into `sink`,

@@ -223,6 +223,27 @@ impl SetCache {
     fn forget(&self, data_dir: &[u8; 16]) {
         self.cache.forget(self.set, data_dir);
     }
+
+    /// The cache's name for part `part` (of `size` bytes) of `ov`, read
+    /// as `k` data shards of blocks of `block_size`.
+    fn part(
+        &self,
+        ov: &ObjectVersion<'_>,
+        part: u32,
+        size: u64,
+        k: usize,
+        block_size: u64,
+    ) -> PartId {
+        PartId {
+            set: self.set,
+            data_dir: ov.data_dir,
+            mod_time: ov.mod_time,
+            part,
+            size,
+            data_shards: k as u32,
+            block_size,
+        }
+    }
 }
 
 /// What reading the metadata of one object on every drive gave.
@@ -1079,6 +1100,64 @@ impl ErasureSet {
         Ok(report)
     }
 
+    /// Bytes `offset..offset + length` of `r`'s version as slices of the
+    /// read cache's blocks, without a copy, if every block they touch is
+    /// cached; else `None`, with nothing counted (the caller then reads
+    /// as usual). The blocks were verified when they went in, and a block
+    /// is keyed by the version's data directory and modification time, so
+    /// they are `r`'s bytes.
+    pub(crate) fn cached_range(
+        &self,
+        r: &Resolved,
+        offset: u64,
+        length: u64,
+    ) -> Option<Vec<Bytes>> {
+        let c = self.cache.as_ref()?;
+        let ov = r.version.as_object()?;
+        let k = usize::try_from(ov.erasure_m).ok().filter(|&k| k > 0)?;
+        let block_size = u64::try_from(ov.erasure_block_size)
+            .ok()
+            .filter(|&b| b > 0)?;
+        if length == 0 || inline_of(ov) {
+            return None;
+        }
+        let end = offset.checked_add(length)?;
+        // Per part touched: its name, its blocks touched, and the range
+        // wanted within the part.
+        let mut want = Vec::new();
+        let mut ranges = Vec::new();
+        let mut part_start = 0u64;
+        for (&pn, &psize) in ov.part_numbers.iter().zip(&ov.part_sizes) {
+            let psize = u64::try_from(psize).ok()?;
+            let (p0, p1) = (part_start, part_start + psize);
+            part_start = p1;
+            if p1 <= offset || p0 >= end || psize == 0 {
+                continue;
+            }
+            let (lo, hi) = (offset.max(p0) - p0, end.min(p1) - p0);
+            let part = c.part(ov, u32::try_from(pn).ok()?, psize, k, block_size);
+            want.push((part, lo / block_size..=(hi - 1) / block_size));
+            ranges.push((psize, lo, hi));
+        }
+        if part_start < end {
+            return None;
+        }
+        let blocks = c.cache.get_all(&want)?;
+        let mut out = Vec::with_capacity(blocks.len());
+        let mut blocks = blocks.into_iter();
+        for ((_, bs), (psize, lo, hi)) in want.iter().zip(ranges) {
+            for b in bs.clone() {
+                let data = blocks.next()?;
+                let blk_start = b * block_size;
+                let blk_end = (blk_start + block_size).min(psize);
+                let from = (lo.max(blk_start) - blk_start) as usize;
+                let to = (hi.min(blk_end) - blk_start) as usize;
+                out.push(data.get(from..to).map(|_| data.slice(from..to))?);
+            }
+        }
+        Some(out)
+    }
+
     /// The pool of record buffers of `bytes` (reads of shard records land
     /// in them; a buffer returns to its pool when the last slice of it
     /// handed to a sink is dropped).
@@ -1159,18 +1238,14 @@ impl ErasureSet {
                     .map_err(|e| Error::Internal(format!("layout: {e}")))?;
                 let frame = bitrot::ShardFrame::new(layout, self.bitrot);
                 let cache = match (&self.cache, u32::try_from(pn)) {
-                    (Some(SetCache { cache, set }), Ok(part)) if !inline => {
-                        let part = PartId {
-                            set: *set,
-                            data_dir: ov.data_dir,
-                            mod_time: ov.mod_time,
+                    (Some(c), Ok(part)) if !inline => {
+                        let part = c.part(ov, part, psize, k, block_size);
+                        let admit = c.cache.touch(&part);
+                        Some(CachedPart {
+                            cache: &c.cache,
                             part,
-                            size: psize,
-                            data_shards: k as u32,
-                            block_size,
-                        };
-                        let admit = cache.touch(&part);
-                        Some(CachedPart { cache, part, admit })
+                            admit,
+                        })
                     }
                     _ => None,
                 };
