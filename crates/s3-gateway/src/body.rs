@@ -303,7 +303,7 @@ pub struct ResponseBody {
 
 enum Kind {
     Full(Option<Bytes>),
-    /// Buffers ready to go, in order, and their bytes in all.
+    /// Buffers ready to go, in order, and the bytes not yet taken.
     Blocks {
         blocks: std::vec::IntoIter<Bytes>,
         remaining: u64,

@@ -37,7 +37,7 @@ use tokio::net::TcpStream;
 /// Over loopback the kernel's cost per byte sent falls with the size of
 /// the write (`docs/probes/send_size.c`: 0.29-0.30 ms per MiB in 512 KiB
 /// writes, 0.19-0.22 from 1 MiB up); in the server, 2 MiB against 1 MiB
-/// took another 1.05x off the CPU per MiB of hot GETs. Hyper's read
+/// cut the CPU per MiB of hot GETs by another 5%. Hyper's read
 /// buffer grows to the same size unless the transport holds its reads
 /// back: [`PlainIo`] reads at most [`MAX_READ`] at once.
 pub const WRITE_BUFFER: usize = 2 << 20;

@@ -2262,7 +2262,8 @@ impl Chunk {
         }
     }
 
-    /// Whether the chunk's bytes are shared (a block of the read cache):
+    /// Whether the chunk's bytes are shared `Bytes` (made `From<Bytes>`;
+    /// the read path makes such chunks only of the read cache's blocks):
     /// holding them costs no memory the chunk's read allocated.
     pub fn is_shared(&self) -> bool {
         matches!(self.buf, ChunkBuf::Shared(_))
