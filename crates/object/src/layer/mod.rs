@@ -1017,15 +1017,21 @@ impl ObjectLayer {
                 out,
             )
             .await?;
-        if !report.bad_drives.is_empty() {
+        self.queue_heal(info, report.bad_drives);
+        Ok(())
+    }
+
+    /// Queues a heal of `info`'s version on `bad_drives`, if there are any.
+    /// Best effort: a full queue is caught up by the next full pass.
+    fn queue_heal(&self, info: &ObjectInfo, bad_drives: Vec<usize>) {
+        if !bad_drives.is_empty() {
             let _ = self.heal_tx.try_send(HealRequest {
                 bucket: info.bucket.clone(),
                 key: info.key.clone(),
                 version: Some(info.version_id.map_or(VersionSel::Null, VersionSel::Id)),
-                bad_drives: report.bad_drives,
+                bad_drives,
             });
         }
-        Ok(())
     }
 
     /// Bytes `offset..offset + length` of an opened object as slices of
@@ -1050,14 +1056,7 @@ impl ObjectLayer {
         let bad_drives: Vec<usize> = (object.resolved.agree.iter().enumerate())
             .filter_map(|(d, a)| a.is_none().then_some(d))
             .collect();
-        if !bad_drives.is_empty() {
-            let _ = self.heal_tx.try_send(HealRequest {
-                bucket: info.bucket.clone(),
-                key: info.key.clone(),
-                version: Some(info.version_id.map_or(VersionSel::Null, VersionSel::Id)),
-                bad_drives,
-            });
-        }
+        self.queue_heal(info, bad_drives);
         Some(blocks)
     }
 
@@ -1095,14 +1094,7 @@ impl ObjectLayer {
             Ok(r) => r.bad_drives.clone(),
             Err(_) => Vec::new(),
         };
-        if !bad_drives.is_empty() {
-            let _ = self.heal_tx.try_send(HealRequest {
-                bucket: info.bucket.clone(),
-                key: info.key.clone(),
-                version: Some(info.version_id.map_or(VersionSel::Null, VersionSel::Id)),
-                bad_drives,
-            });
-        }
+        self.queue_heal(info, bad_drives);
         report.map(|_| ())
     }
 
