@@ -334,9 +334,9 @@ impl ResponseBody {
 
     /// Buffers already in memory, one frame each (the read cache's blocks
     /// of a GET: no task, no queue between it and the connection).
-    pub fn blocks(blocks: Vec<Bytes>) -> ResponseBody {
+    pub fn blocks(mut blocks: Vec<Bytes>) -> ResponseBody {
         let remaining = blocks.iter().map(|b| b.len() as u64).sum();
-        let blocks: Vec<Bytes> = blocks.into_iter().filter(|b| !b.is_empty()).collect();
+        blocks.retain(|b| !b.is_empty());
         ResponseBody {
             kind: Kind::Blocks {
                 blocks: blocks.into_iter(),

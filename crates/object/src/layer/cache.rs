@@ -91,6 +91,19 @@ struct Inner {
     reads: Sketch,
 }
 
+impl Inner {
+    /// The bytes of block `key`, if cached, which becomes the most
+    /// recently used.
+    fn use_block(&mut self, key: BlockKey) -> Option<Bytes> {
+        let e = self.blocks.get_mut(&key)?;
+        self.tick += 1;
+        self.order.remove(&e.tick);
+        e.tick = self.tick;
+        self.order.insert(e.tick, key);
+        Some(e.data.clone())
+    }
+}
+
 /// A count-min sketch of 4-bit counts (kept in bytes): four rows of
 /// `width` counters, a part's count the least of its four; halved every
 /// `10 * width` reads, so old reads fade.
@@ -399,22 +412,14 @@ impl ReadCache {
     /// Block `block` of `part`, if cached (it becomes the most recently
     /// used).
     pub(crate) fn get(&self, part: &PartId, block: u64) -> Option<Bytes> {
-        let key = BlockKey { part: *part, block };
-        let mut g = self.lock();
-        let inner = &mut *g;
-        let Some(e) = inner.blocks.get_mut(&key) else {
-            drop(g);
-            self.misses.fetch_add(1, Ordering::Relaxed);
-            return None;
+        let data = self.lock().use_block(BlockKey { part: *part, block });
+        let counter = if data.is_some() {
+            &self.hits
+        } else {
+            &self.misses
         };
-        inner.tick += 1;
-        inner.order.remove(&e.tick);
-        e.tick = inner.tick;
-        inner.order.insert(e.tick, key);
-        let data = e.data.clone();
-        drop(g);
-        self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(data)
+        counter.fetch_add(1, Ordering::Relaxed);
+        data
     }
 
     /// Every block of `want` (each a part and a range of its block
@@ -443,13 +448,7 @@ impl ReadCache {
         for (part, blocks) in want {
             inner.reads.add(part);
             for block in blocks.clone() {
-                let key = BlockKey { part: *part, block };
-                let e = inner.blocks.get_mut(&key)?;
-                inner.tick += 1;
-                inner.order.remove(&e.tick);
-                e.tick = inner.tick;
-                inner.order.insert(e.tick, key);
-                out.push(e.data.clone());
+                out.push(inner.use_block(BlockKey { part: *part, block })?);
             }
         }
         drop(g);
