@@ -38,6 +38,7 @@
 
 mod cache;
 pub mod error;
+mod join;
 pub mod list;
 pub mod lock;
 pub mod multipart;

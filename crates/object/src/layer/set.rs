@@ -34,6 +34,7 @@ use uuid::Uuid;
 use super::LOCK_TIMEOUT;
 use super::cache::{PartId, ReadCache};
 use super::error::{Error, Result};
+use super::join::join_all;
 use super::lock::{LockGuard, Locker};
 use super::names::object_dir;
 use super::put_queue::{PutQueue, Room};
@@ -323,18 +324,18 @@ impl ErasureSet {
     /// Reads and decodes `xl.meta` of `bucket`/`dir` on every drive.
     pub(crate) async fn read_metas(&self, bucket: &str, dir: &str) -> Metas {
         let path = format!("{dir}/{XL_META}");
-        let mut set = JoinSet::new();
-        for (i, d) in self.drives.iter().enumerate() {
-            let (d, b, p) = (d.clone(), bucket.to_owned(), path.clone());
-            set.spawn(async move { (i, d.read_all(&b, &p, MAX_XL_META).await) });
-        }
+        let reads = self
+            .drives
+            .iter()
+            .map(|d| d.read_all(bucket, &path, MAX_XL_META))
+            .collect();
         let mut out = Metas {
             metas: vec![None; self.drives.len()],
             not_found: 0,
             errors: 0,
         };
-        while let Some(r) = set.join_next().await {
-            let Ok((i, r)) = r else {
+        for (i, r) in join_all(reads).await.into_iter().enumerate() {
+            let Some(r) = r else {
                 out.errors += 1;
                 continue;
             };
