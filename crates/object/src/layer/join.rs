@@ -1,12 +1,13 @@
 //! Waiting on one future per drive without a task per drive.
 //!
 //! A drive's small read (an `xl.meta` whose name and pages are cached)
-//! completes on its first poll, so spawning a task for it costs more than
-//! the read: a hot 4 KiB GET read four `xl.meta` through four spawned tasks
-//! (`docs/benchmarks.md`, "reads of xl.meta on the request's task").
-//! [`join_all`] polls the futures on the calling task instead; the ones
-//! that must wait (the backend's reads, a remote drive's RPC) still wait
-//! concurrently.
+//! completes on its first poll, and a task spawned for it adds the task's
+//! allocation, scheduling and wake-up to a read that needs none. Reading
+//! a GET's four `xl.meta` on the request's task instead gave hot 4 KiB
+//! GETs 1.09x the objects per CPU-second (`docs/benchmarks.md`, "a GET's
+//! `xl.meta` reads on the request's task"). [`join_all`] polls the futures
+//! on the calling task; the ones that must wait (the backend's reads, a
+//! remote drive's RPC) still wait concurrently.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
