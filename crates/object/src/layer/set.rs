@@ -1123,36 +1123,30 @@ impl ErasureSet {
             return None;
         }
         let end = offset.checked_add(length)?;
-        // Per part touched: its name, its blocks touched, and the range
-        // wanted within the part.
-        let mut want = Vec::new();
-        let mut ranges = Vec::new();
-        let mut part_start = 0u64;
-        for (&pn, &psize) in ov.part_numbers.iter().zip(&ov.part_sizes) {
-            let psize = u64::try_from(psize).ok()?;
-            let (p0, p1) = (part_start, part_start + psize);
-            part_start = p1;
-            if p1 <= offset || p0 >= end || psize == 0 {
-                continue;
-            }
-            let (lo, hi) = (offset.max(p0) - p0, end.min(p1) - p0);
-            let part = c.part(ov, u32::try_from(pn).ok()?, psize, k, block_size);
-            want.push((part, lo / block_size..=(hi - 1) / block_size));
-            ranges.push((psize, lo, hi));
-        }
-        if part_start < end {
+        // Every part's size valid, and the range within them.
+        let parts_end = (ov.part_sizes.iter())
+            .map(|&s| u64::try_from(s).ok())
+            .sum::<Option<u64>>()?;
+        if parts_end < end {
             return None;
         }
+        let spans: Vec<PartSpan> = part_spans(ov, offset, end).collect();
+        // Per part touched: its name and its blocks touched.
+        let want = spans
+            .iter()
+            .map(|p| {
+                let part = c.part(ov, u32::try_from(p.number).ok()?, p.size, k, block_size);
+                Some((part, p.blocks(block_size)))
+            })
+            .collect::<Option<Vec<_>>>()?;
         let blocks = c.cache.get_all(&want)?;
         let mut out = Vec::with_capacity(blocks.len());
         let mut blocks = blocks.into_iter();
-        for ((_, bs), (psize, lo, hi)) in want.iter().zip(ranges) {
+        for (span, (_, bs)) in spans.iter().zip(&want) {
             for b in bs.clone() {
                 let data = blocks.next()?;
                 let blk_start = b * block_size;
-                let blk_end = (blk_start + block_size).min(psize);
-                let from = (lo.max(blk_start) - blk_start) as usize;
-                let to = (hi.min(blk_end) - blk_start) as usize;
+                let (from, to) = span.in_block(blk_start, block_size.min(span.size - blk_start));
                 out.push(data.get(from..to).map(|_| data.slice(from..to))?);
             }
         }
@@ -1224,16 +1218,9 @@ impl ErasureSet {
             self.read_pool(align_up(HASH_LEN + shard_size) + ALIGN)
         };
         let mut bad = vec![false; n];
-        let mut part_start = 0u64;
-        let end = offset + length;
         let result = async {
-            for (pi, (&pn, &psize)) in ov.part_numbers.iter().zip(&ov.part_sizes).enumerate() {
-                let psize = u64::try_from(psize).unwrap_or(0);
-                let (p0, p1) = (part_start, part_start + psize);
-                part_start = p1;
-                if p1 <= offset || p0 >= end || psize == 0 {
-                    continue;
-                }
+            for span in part_spans(ov, offset, offset + length) {
+                let (pi, pn, psize) = (span.index, span.number, span.size);
                 let path: Arc<str> = format!("{dir}/{data_dir}/part.{pn}").into();
                 let layout = bitrot::ShardLayout::new(shard_size, shard_data_len(psize, k))
                     .map_err(|e| Error::Internal(format!("layout: {e}")))?;
@@ -1250,9 +1237,7 @@ impl ErasureSet {
                     }
                     _ => None,
                 };
-                let lo = offset.max(p0) - p0;
-                let hi = end.min(p1) - p0;
-                let (b0, b1) = (lo / block_size, (hi - 1) / block_size);
+                let (b0, b1) = span.blocks(block_size).into_inner();
                 let geometry = |b: u64| {
                     let blk_start = b * block_size;
                     let blk_len = (psize - blk_start).min(block_size) as usize;
@@ -1300,8 +1285,7 @@ impl ErasureSet {
                         .await
                         .map_err(|e| located(e, bucket, key, pn))?;
                     depth = if at_once { 0 } else { READ_AHEAD_BLOCKS };
-                    let from = (lo.max(blk_start) - blk_start) as usize;
-                    let to = (hi.min(blk_start + blk_len as u64) - blk_start) as usize;
+                    let (from, to) = span.in_block(blk_start, blk_len as u64);
                     send_shards(sink, block, piece, from, to).await?;
                 }
             }
@@ -2201,6 +2185,58 @@ async fn join_count(set: &mut JoinSet<Result<()>>) -> usize {
         }
     }
     ok
+}
+
+/// A part that bytes `offset..end` of a version touch ([`part_spans`]).
+struct PartSpan {
+    /// Its index among the version's parts.
+    index: usize,
+    /// Its part number.
+    number: i64,
+    /// Its size in bytes.
+    size: u64,
+    /// The bytes `lo..hi` of the part wanted (never empty).
+    lo: u64,
+    hi: u64,
+}
+
+impl PartSpan {
+    /// Indexes of the blocks of `block_size` the wanted bytes touch.
+    fn blocks(&self, block_size: u64) -> std::ops::RangeInclusive<u64> {
+        self.lo / block_size..=(self.hi - 1) / block_size
+    }
+
+    /// The wanted bytes of the block at `blk_start` of the part, `blk_len`
+    /// bytes long, as a range within the block.
+    fn in_block(&self, blk_start: u64, blk_len: u64) -> (usize, usize) {
+        let from = self.lo.max(blk_start) - blk_start;
+        let to = self.hi.min(blk_start + blk_len) - blk_start;
+        (from as usize, to as usize)
+    }
+}
+
+/// The non-empty parts of `ov` that bytes `offset..end` of it touch, in
+/// order (a size that is not a valid length counts as 0).
+fn part_spans<'a>(
+    ov: &'a ObjectVersion<'_>,
+    offset: u64,
+    end: u64,
+) -> impl Iterator<Item = PartSpan> + 'a {
+    let mut part_start = 0u64;
+    (ov.part_numbers.iter().zip(&ov.part_sizes).enumerate()).filter_map(
+        move |(index, (&number, &size))| {
+            let size = u64::try_from(size).unwrap_or(0);
+            let (p0, p1) = (part_start, part_start + size);
+            part_start = p1;
+            (p1 > offset && p0 < end && size > 0).then(|| PartSpan {
+                index,
+                number,
+                size,
+                lo: offset.max(p0) - p0,
+                hi: end.min(p1) - p0,
+            })
+        },
+    )
 }
 
 /// Hands bytes `from..to` of a block, given in pieces of `sl` bytes (its
