@@ -160,6 +160,12 @@ fn ci() -> Result<(), String> {
     rustup(&["target", "add", AARCH64])?;
 
     run("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
+    // The tree's rules (layering, unsafe, file sizes, docs) first: cheap, and
+    // their failures say what to fix in one line each.
+    run(
+        "tidy",
+        cargo().args(["test", "--locked", "-p", "xtask", "--test", "tidy"]),
+    )?;
     run(
         "clippy",
         cargo().args([

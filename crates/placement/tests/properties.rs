@@ -1,4 +1,4 @@
-//! Property tests driven by a small seeded generator (SplitMix64).
+//! Property tests driven by a seeded generator (`fastrand`).
 //!
 //! Every iteration has its own seed, printed when it fails; set
 //! `PLACEMENT_SEED=<seed>` to replay that one iteration.
@@ -10,24 +10,21 @@ use placement::{
     StorageClass, StorageClassConfig,
 };
 
-struct SplitMix64(u64);
+/// The property tests' view of `fastrand`'s seeded generator.
+struct Gen(fastrand::Rng);
 
-impl SplitMix64 {
+impl Gen {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.u64(..)
     }
 
-    /// Uniform-ish in `0..n` (n > 0).
+    /// Uniform in `0..n` (n > 0).
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.usize(..n)
     }
 
     fn range(&mut self, lo: usize, hi_inclusive: usize) -> usize {
-        lo + self.below(hi_inclusive - lo + 1)
+        self.0.usize(lo..=hi_inclusive)
     }
 
     fn chance(&mut self, percent: usize) -> bool {
@@ -36,7 +33,7 @@ impl SplitMix64 {
 
     fn bytes(&mut self, max_len: usize) -> Vec<u8> {
         let len = self.below(max_len + 1);
-        (0..len).map(|_| self.next() as u8).collect()
+        (0..len).map(|_| self.0.u8(..)).collect()
     }
 
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
@@ -48,7 +45,7 @@ const BASE_SEED: u64 = 0x0005_eed0_f7e5_5e7a;
 
 /// Runs `iterations` seeded cases of `property`; a failure or a panic reports
 /// the seed of the failing case.
-fn check(name: &str, iterations: u64, property: impl Fn(&mut SplitMix64) -> Result<(), String>) {
+fn check(name: &str, iterations: u64, property: impl Fn(&mut Gen) -> Result<(), String>) {
     let seeds: Vec<u64> = match std::env::var("PLACEMENT_SEED") {
         Ok(s) => vec![
             s.trim_start_matches("0x")
@@ -63,7 +60,7 @@ fn check(name: &str, iterations: u64, property: impl Fn(&mut SplitMix64) -> Resu
             .collect(),
     };
     for seed in seeds {
-        let mut rng = SplitMix64(seed);
+        let mut rng = Gen(fastrand::Rng::with_seed(seed));
         match catch_unwind(AssertUnwindSafe(|| property(&mut rng))) {
             Ok(Ok(())) => {}
             Ok(Err(msg)) => panic!("property {name} failed with seed {seed:#x}: {msg}"),
@@ -72,7 +69,7 @@ fn check(name: &str, iterations: u64, property: impl Fn(&mut SplitMix64) -> Resu
     }
 }
 
-fn random_key(rng: &mut SplitMix64) -> Vec<u8> {
+fn random_key(rng: &mut Gen) -> Vec<u8> {
     if rng.chance(50) {
         rng.bytes(64)
     } else {
@@ -188,7 +185,7 @@ fn set_index_depends_on_deployment_id_for_sipmod_only() {
 }
 
 /// A random valid pattern, with the lengths of its ranges.
-fn random_pattern(rng: &mut SplitMix64) -> (String, Vec<usize>) {
+fn random_pattern(rng: &mut Gen) -> (String, Vec<usize>) {
     let literals = [
         "/mnt/disk",
         "http://node",
@@ -326,7 +323,7 @@ const ALPHABET: &[&str] = &[
     "65536",
 ];
 
-fn garbage(rng: &mut SplitMix64) -> String {
+fn garbage(rng: &mut Gen) -> String {
     if rng.chance(15) {
         return String::from_utf8_lossy(&rng.bytes(40)).into_owned();
     }
@@ -334,7 +331,7 @@ fn garbage(rng: &mut SplitMix64) -> String {
     (0..parts).map(|_| *rng.pick(ALPHABET)).collect()
 }
 
-fn mutate(rng: &mut SplitMix64, s: &str) -> String {
+fn mutate(rng: &mut Gen, s: &str) -> String {
     let mut chars: Vec<char> = s.chars().collect();
     for _ in 0..rng.range(1, 4) {
         let pos = rng.below(chars.len() + 1);
@@ -365,7 +362,7 @@ const VALID: &[&str] = &[
     "EC:2",
 ];
 
-fn exercise(args: &[String], rng: &mut SplitMix64) {
+fn exercise(args: &[String], rng: &mut Gen) {
     let options = ParseOptions {
         working_dir: rng.chance(50).then(|| "/srv".to_string()),
         default_port: rng.chance(50).then_some(9000),
@@ -501,7 +498,7 @@ fn quorums_overlap() {
 fn resolved_parity_fits_sets() {
     check("resolved_parity_fits_sets", 800, |rng| {
         let n = rng.range(1, 16);
-        let sc = |rng: &mut SplitMix64| rng.chance(60).then(|| StorageClass::new(rng.below(10)));
+        let sc = |rng: &mut Gen| rng.chance(60).then(|| StorageClass::new(rng.below(10)));
         let (standard, rrs) = (sc(rng), sc(rng));
         if let Ok(c) = StorageClassConfig::resolve(standard, rrs, n) {
             if n > 2 && (c.standard_parity() > n / 2 || c.rrs_parity() > n / 2) {
@@ -516,7 +513,7 @@ fn resolved_parity_fits_sets() {
     });
 }
 
-fn random_drive(rng: &mut SplitMix64) -> Option<DriveSpace> {
+fn random_drive(rng: &mut Gen) -> Option<DriveSpace> {
     if rng.chance(10) {
         return None;
     }
