@@ -1,6 +1,6 @@
 /*
  * How much CPU the copy that a piped GET record is hashed from costs, by
- * the way it is made (docs/benchmarks.md, issue 8, 2026-11-26 evening).
+ * the way it is made (docs/bench-notes/send-paths.md).
  *
  * Records of 512 KiB + 32 bytes at unaligned offsets of a cached 64 MiB
  * file, each spliced into a 1 MiB pipe (as a GET does), then copied and

@@ -1,6 +1,6 @@
 /*
  * Sender CPU per GiB over loopback TCP by the way the bytes are handed to
- * the socket (docs/benchmarks.md, issue 8, 2026-11-27 morning):
+ * the socket (docs/bench-notes/send-paths.md):
  *   mode 0: write() of one 512 KiB buffer (the kernel copies it)
  *   mode 1: send(MSG_ZEROCOPY) of the same buffer, reusing it only after
  *           the kernel's completion notifications (at most 64 sends out)

@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::client::{Endpoint, Pool, TlsTrust, tls_config};
 use crate::compare::{Metric, Side, compare, format_compare, format_round};
 use crate::harness;
+use crate::record::{self, RunFile};
 use crate::s3::{MAX_PART_SIZE, MAX_PARTS, MIN_PART_SIZE, S3, Sse};
 use crate::sign::Signer;
 use crate::units::{
@@ -64,6 +65,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Start Tessera and MinIO on loopback and run the standard suite.
     Harness(HarnessArgs),
+    /// Render the tables of docs/benchmarks.md again from the newest run
+    /// file of each profile in docs/bench-runs/.
+    Doc(DocArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -223,6 +227,11 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct HarnessArgs {
+    /// The five rows of the project's targets (PUT and GET of 16 MiB at
+    /// c=8 and of 4 KiB at c=32, a 10,000-key listing at c=8), 7 rounds
+    /// of 6 s, fresh servers per row (about 10 minutes).
+    #[arg(long, conflicts_with_all = ["quick", "smoke"])]
+    pub scorecard: bool,
     /// 4 drives and a subset of the suite, short rounds (under 3 minutes).
     #[arg(long, conflicts_with = "smoke")]
     pub quick: bool,
@@ -258,18 +267,44 @@ pub struct HarnessArgs {
     /// Keep the work directory.
     #[arg(long)]
     pub keep: bool,
-    /// Write the table into docs/benchmarks.md (a marked block per profile).
+    /// Keep the run as a JSON file in the runs directory
+    /// (`<date>-<commit>.json`) and render the profile's table in the
+    /// document from the newest run of the profile there.
     #[arg(long)]
     pub write_doc: bool,
-    /// The document --write-doc writes (default: <workspace>/docs/benchmarks.md).
-    #[arg(long, value_name = "FILE")]
-    pub doc: Option<PathBuf>,
+    #[command(flatten)]
+    pub doc: DocArgs,
     /// Write every figure as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Progress lines of every run on stderr.
     #[arg(long)]
     pub progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DocArgs {
+    /// The document with the tables (default: <workspace>/docs/benchmarks.md).
+    #[arg(long, value_name = "FILE")]
+    pub doc: Option<PathBuf>,
+    /// The run files (default: bench-runs/ beside the document).
+    #[arg(long, value_name = "DIR")]
+    pub runs: Option<PathBuf>,
+}
+
+impl DocArgs {
+    /// The document and the runs directory.
+    fn paths(&self) -> (PathBuf, PathBuf) {
+        let doc = self
+            .doc
+            .clone()
+            .unwrap_or_else(|| harness::workspace_root().join("docs").join("benchmarks.md"));
+        let runs = self
+            .runs
+            .clone()
+            .unwrap_or_else(|| record::runs_dir_of(&doc));
+        (doc, runs)
+    }
 }
 
 fn workload_of(op: Op, w: &WorkArgs) -> Result<Workload, String> {
@@ -509,6 +544,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Multipart(a) => op(Op::Multipart, a).await,
         Command::Compare(a) => compare_cmd(a).await,
         Command::Harness(a) => harness_cmd(a).await,
+        Command::Doc(a) => doc_cmd(&a),
     }
 }
 
@@ -590,6 +626,8 @@ async fn compare_cmd(a: CompareArgs) -> u8 {
 async fn harness_cmd(a: HarnessArgs) -> u8 {
     let profile = if a.smoke {
         harness::Profile::Smoke
+    } else if a.scorecard {
+        harness::Profile::Scorecard
     } else if a.quick {
         harness::Profile::Quick
     } else {
@@ -651,22 +689,21 @@ async fn harness_cmd(a: HarnessArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return failed(e),
     };
-    let md = harness::markdown(&result);
-    println!("\n{md}");
+    let run = RunFile::of_harness(&result, record::Machine::probe(), harness::commit());
+    println!("\n{}", record::markdown(&run, None));
     if let Some(p) = &a.json
         && let Err(e) = write_json(p, &result)
     {
         return failed(e);
     }
     if a.write_doc {
-        let doc = a
-            .doc
-            .clone()
-            .unwrap_or_else(|| harness::workspace_root().join("docs").join("benchmarks.md"));
-        if let Err(e) = harness::write_doc(&doc, profile, &md) {
-            return failed(e);
+        let (doc, runs) = a.doc.paths();
+        let written = record::save(&runs, &run)
+            .and_then(|file| record::write_doc(&doc, &runs, &[profile]).map(|()| file));
+        match written {
+            Ok(file) => println!("wrote {} and {}", file.display(), doc.display()),
+            Err(e) => return failed(e),
         }
-        println!("wrote {}", doc.display());
     }
     if !result.failed.is_empty() {
         for f in &result.failed {
@@ -681,5 +718,20 @@ async fn harness_cmd(a: HarnessArgs) -> u8 {
         EXIT_ERRORS
     } else {
         EXIT_OK
+    }
+}
+
+fn doc_cmd(a: &DocArgs) -> u8 {
+    let (doc, runs) = a.paths();
+    let text = match std::fs::read_to_string(&doc) {
+        Ok(t) => t,
+        Err(e) => return failed(format!("{}: {e}", doc.display())),
+    };
+    match record::write_doc(&doc, &runs, &record::blocks_in(&text)) {
+        Ok(()) => {
+            println!("rendered {} from {}", doc.display(), runs.display());
+            EXIT_OK
+        }
+        Err(e) => failed(e),
     }
 }

@@ -171,9 +171,10 @@ pub async fn compare(
     let mut probe_b = b.pid.map(Probe::new);
     for round in 1..=rounds {
         // The side that goes first alternates (A B, B A, A B, ...): a run
-        // right after the other side's differs from one after its own
-        // (measured: one binary against itself, 16 MiB PUTs with cleanup,
-        // gave the second slot 1.12x the MiB/s when A always went first).
+        // right after the other side's differs from one after its own. One
+        // binary against itself, 16 MiB PUTs with cleanup and A always
+        // first, gives the second slot up to 1.12x the MiB/s (`compare`
+        // with the same endpoint as A and B shows it).
         let (ra, rb) = if a_goes_first(round) {
             let ra = run_side(a, "a", probe_a.as_mut(), template, &base, (round, rounds)).await?;
             let rb = run_side(b, "b", probe_b.as_mut(), template, &base, (round, rounds)).await?;
@@ -373,7 +374,7 @@ pub fn format_compare(c: &CompareResult) -> String {
 }
 
 /// The smallest and the largest of the values there are.
-fn range(values: impl IntoIterator<Item = Option<f64>>) -> Option<(f64, f64)> {
+pub(crate) fn range(values: impl IntoIterator<Item = Option<f64>>) -> Option<(f64, f64)> {
     values.into_iter().flatten().fold(None, |acc, v| {
         Some(match acc {
             None => (v, v),

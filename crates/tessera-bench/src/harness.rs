@@ -1,7 +1,8 @@
 //! The side-by-side harness: starts Tessera and MinIO on loopback over
-//! identical fresh directories, runs the standard suite in compare mode,
-//! measures each server's CPU and peak memory per phase, and prints (and
-//! optionally writes to docs/benchmarks.md) one markdown table per layout.
+//! identical fresh directories, runs the standard suite in compare mode and
+//! measures each server's CPU and peak memory per phase. The report, its
+//! archive in `docs/bench-runs/` and the tables of `docs/benchmarks.md`
+//! are `record`'s.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::{Endpoint, Pool};
 use crate::compare::{CompareResult, Metric, Side, compare, format_round};
+use crate::record::Machine;
 use crate::s3::{S3, Sse};
 use crate::sign::Signer;
 use crate::units::fmt_size;
@@ -24,10 +26,13 @@ const PASSWORD: &str = "benchadmin-secret";
 /// How long a server may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The three sizes of the suite.
+/// The suites the harness runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
+    /// The five rows the project's targets are set on, each against MinIO
+    /// on fresh servers, 7 rounds of 6 s (about 10 minutes).
+    Scorecard,
     /// Both layouts, the whole suite (under 15 minutes here).
     Full,
     /// 4 drives, a subset, short rounds (under 3 minutes).
@@ -38,8 +43,16 @@ pub enum Profile {
 }
 
 impl Profile {
+    pub const ALL: [Profile; 4] = [
+        Profile::Scorecard,
+        Profile::Full,
+        Profile::Quick,
+        Profile::Smoke,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
+            Profile::Scorecard => "scorecard",
             Profile::Full => "full",
             Profile::Quick => "quick",
             Profile::Smoke => "smoke",
@@ -55,10 +68,14 @@ pub struct Phase {
     pub workload: Option<Workload>,
     pub size: u64,
     pub concurrent: usize,
-    /// put/multipart: objects per round (else timed); list: keys.
+    /// put/multipart: objects per round (else timed); list: keys; get:
+    /// objects prepared (default: as many as the profile's budget allows).
     pub objects: Option<u64>,
     pub part_size: u64,
     pub cleanup: bool,
+    /// Rounds of this phase, when not the layout's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<usize>,
 }
 
 fn phase(workload: Workload, size: u64, concurrent: usize) -> Phase {
@@ -76,18 +93,20 @@ fn phase(workload: Workload, size: u64, concurrent: usize) -> Phase {
         part_size: 16 << 20,
         // Large objects are deleted after each round to bound disk use.
         cleanup: size >= 1 << 20,
+        rounds: None,
     }
 }
 
-fn list_phase(keys: u64) -> Phase {
+fn list_phase(keys: u64, concurrent: usize) -> Phase {
     Phase {
-        name: format!("LIST {keys} keys (ListObjectsV2, 1000/page) c=1"),
+        name: format!("LIST {keys} keys (ListObjectsV2, 1000/page) c={concurrent}"),
         workload: Some(Workload::List),
         size: 1024,
-        concurrent: 1,
+        concurrent,
         objects: Some(keys),
         part_size: 16 << 20,
         cleanup: false,
+        rounds: None,
     }
 }
 
@@ -104,13 +123,28 @@ fn multipart_phase(size: u64, part: u64) -> Phase {
         objects: Some(1),
         part_size: part,
         cleanup: true,
+        rounds: None,
     }
 }
 
 /// The phases of a profile.
 pub fn suite(profile: Profile) -> Vec<Phase> {
     use Workload::{Get, Put};
+    let prepared = |mut p: Phase, objects: u64| {
+        p.objects = Some(objects);
+        p
+    };
     match profile {
+        Profile::Scorecard => vec![
+            phase(Put, 16 << 20, 8),
+            prepared(phase(Get, 16 << 20, 8), 16),
+            phase(Put, 4 << 10, 32),
+            prepared(phase(Get, 4 << 10, 32), 2000),
+            Phase {
+                rounds: Some(5),
+                ..list_phase(10_000, 8)
+            },
+        ],
         Profile::Full => {
             let mut v = Vec::new();
             for size in [1u64 << 20, 16 << 20, 64 << 20] {
@@ -121,7 +155,7 @@ pub fn suite(profile: Profile) -> Vec<Phase> {
             }
             v.push(phase(Put, 4 << 10, 32));
             v.push(phase(Get, 4 << 10, 32));
-            v.push(list_phase(10_000));
+            v.push(list_phase(10_000, 1));
             v.push(multipart_phase(256 << 20, 16 << 20));
             v
         }
@@ -132,7 +166,7 @@ pub fn suite(profile: Profile) -> Vec<Phase> {
             phase(Get, 16 << 20, 4),
             phase(Put, 4 << 10, 32),
             phase(Get, 4 << 10, 32),
-            list_phase(1000),
+            list_phase(1000, 1),
             multipart_phase(64 << 20, 16 << 20),
         ],
         Profile::Smoke => vec![
@@ -140,7 +174,7 @@ pub fn suite(profile: Profile) -> Vec<Phase> {
             phase(Get, 1 << 20, 2),
             phase(Put, 4 << 10, 4),
             phase(Get, 4 << 10, 4),
-            list_phase(50),
+            list_phase(50, 1),
             multipart_phase(12 << 20, 5 << 20),
         ],
     }
@@ -149,6 +183,7 @@ pub fn suite(profile: Profile) -> Vec<Phase> {
 /// Rounds and seconds per run of a profile, per layout (drives).
 fn timing(profile: Profile, drives: usize) -> (usize, Duration) {
     match (profile, drives) {
+        (Profile::Scorecard, _) => (7, Duration::from_secs(6)),
         (Profile::Full, 4) => (5, Duration::from_millis(1500)),
         (Profile::Full, _) => (3, Duration::from_secs(1)),
         (Profile::Quick, _) => (3, Duration::from_secs(1)),
@@ -159,7 +194,7 @@ fn timing(profile: Profile, drives: usize) -> (usize, Duration) {
 fn layouts(profile: Profile) -> Vec<usize> {
     match profile {
         Profile::Full => vec![4, 8],
-        Profile::Quick | Profile::Smoke => vec![4],
+        Profile::Scorecard | Profile::Quick | Profile::Smoke => vec![4],
     }
 }
 
@@ -456,8 +491,9 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// A detached, niced `rm -rf` (unlinking many small files is slow here).
-fn remove_in_background(dir: &Path) {
+/// A detached, niced `rm -rf` (unlinking many small files is slow here);
+/// false when none could be started and the directory went in place.
+fn remove_in_background(dir: &Path) -> bool {
     let spawned = Command::new("nice")
         .args(["-n", "19", "rm", "-rf"])
         .arg(dir)
@@ -468,6 +504,7 @@ fn remove_in_background(dir: &Path) {
     if spawned.is_err() {
         let _ = std::fs::remove_dir_all(dir);
     }
+    spawned.is_ok()
 }
 
 fn start_servers(
@@ -570,18 +607,8 @@ pub async fn run(opts: &Options) -> Result<HarnessResult, String> {
         // Unlinking the servers' many small files takes minutes on a slow
         // disk (about 300 files a second here): a detached, niced `rm -rf`
         // does it after the measurements, while we print the results.
-        match Command::new("nice")
-            .args(["-n", "19", "rm", "-rf"])
-            .arg(&work)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(_) => eprintln!("removing {} in the background", work.display()),
-            Err(_) => {
-                let _ = std::fs::remove_dir_all(&work);
-            }
+        if remove_in_background(&work) {
+            eprintln!("removing {} in the background", work.display());
         }
     }
     result
@@ -667,7 +694,7 @@ async fn run_in(opts: &Options, work: &Path, t_all: Instant) -> Result<HarnessRe
             let objects = match workload {
                 Workload::Put => u64::MAX,
                 Workload::Multipart | Workload::List => p.objects.unwrap_or(1),
-                w => {
+                w => p.objects.unwrap_or_else(|| {
                     let budget = if opts.profile == Profile::Full {
                         128 << 20
                     } else {
@@ -679,8 +706,9 @@ async fn run_in(opts: &Options, work: &Path, t_all: Instant) -> Result<HarnessRe
                         p.concurrent,
                         budget,
                     )
-                }
+                }),
             };
+            let rounds = opts.rounds.or(p.rounds).unwrap_or(rounds);
             let cfg = RunConfig {
                 workload,
                 size: crate::units::SizeSpec::Fixed(p.size),
@@ -814,44 +842,38 @@ pub fn utc_date(t: SystemTime) -> String {
 
 /// CPU model, cores, memory.
 pub fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+    let m = Machine::probe();
+    let mem = m
+        .memory_gib
+        .map_or(String::new(), |g| format!(", {g:.0} GiB RAM"));
+    format!("{}, {} cores{mem}, Linux", m.cpu, m.cores)
+}
+
+/// The output of `git ARGS` in the workspace, trimmed.
+fn git(args: &[&str]) -> Option<String> {
+    Command::new("git")
+        .arg("-C")
+        .arg(workspace_root())
+        .args(args)
+        .output()
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| crate::procstat::parse_status_kb(&s, "MemTotal"))
-        .map_or(String::new(), |kb| {
-            format!(", {:.0} GiB RAM", kb as f64 / (1u64 << 20) as f64)
-        });
-    format!("{cpu}, {cores} cores{mem}, Linux")
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+}
+
+/// The workspace's short commit.
+pub fn commit() -> Option<String> {
+    git(&["rev-parse", "--short", "HEAD"])
 }
 
 fn describe_tessera(bin: &Path) -> String {
-    let root = workspace_root();
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .arg("-C")
-            .arg(&root)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| String::from_utf8(o.stdout).ok())
-            .map(|s| s.trim().to_owned())
-    };
     let built = std::fs::metadata(bin)
         .and_then(|m| m.modified())
         .map(utc_date)
         .unwrap_or_default();
     let mut s = format!("{}, built {built}", bin.display());
-    if let Some(c) = git(&["rev-parse", "--short", "HEAD"]) {
+    if let Some(c) = commit() {
         let dirty =
             git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|o| !o.is_empty());
         s.push_str(&format!(
@@ -879,143 +901,5 @@ fn describe_minio(bin: &Path) -> String {
         bin.display().to_string()
     } else {
         format!("{} ({v})", bin.display())
-    }
-}
-
-fn fmt_metric(v: f64, m: Metric) -> String {
-    if v >= 100.0 {
-        format!("{v:.0} {}", m.name())
-    } else {
-        format!("{v:.1} {}", m.name())
-    }
-}
-
-fn fmt_opt(v: Option<f64>, digits: usize) -> String {
-    match v {
-        Some(x) if x.is_finite() => format!("{x:.digits$}"),
-        _ => "-".into(),
-    }
-}
-
-fn fmt_ratio(v: Option<f64>) -> String {
-    match v {
-        Some(x) if x.is_finite() => format!("{x:.2}x"),
-        _ => "-".into(),
-    }
-}
-
-/// The markdown report of a harness run.
-pub fn markdown(h: &HarnessResult) -> String {
-    let mut s = String::new();
-    s.push_str(&format!(
-        "Run {} ({} profile), {:.0} s in all.\n\n",
-        h.date,
-        h.profile.name(),
-        h.total_s
-    ));
-    s.push_str(&format!("Command: `{}`\n\n", h.command));
-    s.push_str(&format!("Machine: {}\n\n", h.machine));
-    s.push_str(&format!("Tessera: `{}`\n\n", h.tessera));
-    match &h.minio {
-        Some(m) => s.push_str(&format!("MinIO: `{m}`\n\n")),
-        None => s.push_str("MinIO: not run (--without-minio)\n\n"),
-    }
-    for l in &h.layouts {
-        s.push_str(&format!(
-            "#### {} drives, parity {}: medians of {} alternating rounds ({:.1} s per run)\n\n",
-            l.drives, l.parity, l.rounds, l.seconds_per_run
-        ));
-        s.push_str(
-            "| workload | Tessera | MinIO | ratio | Tessera per CPU-s | MinIO per CPU-s | ratio | \
-             p50 ms T / M | p99 ms T / M | p99 ratio | peak RSS MiB T / M | errors T / M |\n",
-        );
-        s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-        for p in &l.phases {
-            let Some(c) = &p.result else {
-                let e = p.error.as_deref().unwrap_or("failed");
-                let e: String = e.chars().take(300).collect();
-                s.push_str(&format!(
-                    "| {} | FAILED: {} | | | | | | | | | | |\n",
-                    p.phase.name,
-                    e.replace('|', "/")
-                ));
-                continue;
-            };
-            let m = c.metric;
-            let both = h.minio.is_some();
-            let mv = |x: f64| if both { fmt_metric(x, m) } else { "-".into() };
-            s.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} / {} | {} / {} |\n",
-                p.phase.name,
-                fmt_metric(c.a.metric, m),
-                mv(c.b.metric),
-                fmt_ratio(c.median_ratio),
-                fmt_opt(c.a.per_cpu, 1),
-                if both { fmt_opt(c.b.per_cpu, 1) } else { "-".into() },
-                fmt_ratio(if both { c.median_cpu_ratio } else { None }),
-                fmt_opt(Some(c.a.p50_ms), 1),
-                if both { fmt_opt(Some(c.b.p50_ms), 1) } else { "-".into() },
-                fmt_opt(Some(c.a.p99_ms), 1),
-                if both { fmt_opt(Some(c.b.p99_ms), 1) } else { "-".into() },
-                fmt_ratio(c.median_p99_ratio),
-                fmt_opt(c.a.peak_rss_mib, 0),
-                if both { fmt_opt(c.b.peak_rss_mib, 0) } else { "-".into() },
-                c.a.errors,
-                if both { c.b.errors.to_string() } else { "-".into() },
-            ));
-        }
-        s.push('\n');
-    }
-    s.push_str(
-        "Ratios are Tessera over MinIO, medians of the per-round ratios: above 1 Tessera \
-         is faster or does more per CPU-second; for p99 latency below 1 is better. \
-         \"per CPU-s\" is the metric's unit per second of server CPU (utime + stime) during \
-         the timed part of the run; peak RSS is the largest VmHWM/VmRSS over the rounds.\n",
-    );
-    s
-}
-
-/// Writes `text` into `doc` between the markers of `profile`, replacing an
-/// earlier block; without markers, appends it under the
-/// `## Server: Tessera vs MinIO (tessera-bench)` section (created at the end
-/// when missing).
-pub fn write_doc(doc: &Path, profile: Profile, text: &str) -> Result<(), String> {
-    let old = match std::fs::read_to_string(doc) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("{}: {e}", doc.display())),
-    };
-    let new = splice_doc(&old, profile, text);
-    std::fs::write(doc, new).map_err(|e| format!("{}: {e}", doc.display()))
-}
-
-pub const SECTION: &str = "## Server: Tessera vs MinIO (tessera-bench)";
-
-/// The document with the block of `profile` replaced or added.
-pub fn splice_doc(old: &str, profile: Profile, text: &str) -> String {
-    let begin = format!("<!-- tessera-bench harness {}: begin -->", profile.name());
-    let end = format!("<!-- tessera-bench harness {}: end -->", profile.name());
-    let block = format!("{begin}\n{}\n{end}", text.trim_end());
-    if let (Some(b), Some(e)) = (old.find(&begin), old.find(&end))
-        && e > b
-    {
-        return format!("{}{block}{}", &old[..b], &old[e + end.len()..]);
-    }
-    match old.find(SECTION) {
-        Some(i) => {
-            let after = i + SECTION.len();
-            let next = old[after..]
-                .find("\n## ")
-                .map_or(old.len(), |j| after + j + 1);
-            let head = old[..next].trim_end();
-            let tail = &old[next..];
-            if tail.is_empty() {
-                format!("{head}\n\n{block}\n")
-            } else {
-                format!("{head}\n\n{block}\n\n{tail}")
-            }
-        }
-        None if old.trim().is_empty() => format!("{SECTION}\n\n{block}\n"),
-        None => format!("{}\n\n{SECTION}\n\n{block}\n", old.trim_end()),
     }
 }

@@ -3,8 +3,8 @@
 //! compare mode (two endpoints, alternating rounds) and the side-by-side
 //! harness that runs Tessera and MinIO on this machine.
 //!
-//! See `docs/benchmarks.md`, section "Server: Tessera vs MinIO
-//! (tessera-bench)", for usage and figures.
+//! `docs/benchmarks.md` says how to use it and holds the figures;
+//! `docs/bench-runs/` holds every archived run.
 
 pub mod cli;
 pub mod client;
@@ -13,6 +13,7 @@ pub mod harness;
 pub mod hist;
 pub mod pattern;
 pub mod procstat;
+pub mod record;
 pub mod s3;
 pub mod sign;
 pub mod units;

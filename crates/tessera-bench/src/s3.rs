@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -41,14 +43,11 @@ impl Sse {
     /// SSE-C with a key derived from the run seed (a benchmark key, not a
     /// secret).
     pub fn customer_key(seed: u64) -> Sse {
-        let mut rng = crate::pattern::SplitMix64::new(seed ^ 0x5353_452d_4300_0000);
         let mut key = [0u8; 32];
-        for c in key.chunks_exact_mut(8) {
-            c.copy_from_slice(&rng.next_u64().to_le_bytes());
-        }
+        crate::pattern::Rng::new(seed ^ 0x5353_452d_4300_0000).fill(&mut key);
         Sse::C {
-            key_b64: base64(&key),
-            key_md5_b64: base64(&Md5::digest(key)),
+            key_b64: STANDARD.encode(key),
+            key_md5_b64: STANDARD.encode(Md5::digest(key)),
         }
     }
 
@@ -77,29 +76,6 @@ impl Sse {
             ));
         }
     }
-}
-
-/// Standard base64 with padding.
-pub fn base64(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let b = [c[0], *c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        out.push(T[(n >> 18) as usize & 63] as char);
-        out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if c.len() > 1 {
-            T[(n >> 6) as usize & 63] as char
-        } else {
-            '='
-        });
-        out.push(if c.len() > 2 {
-            T[n as usize & 63] as char
-        } else {
-            '='
-        });
-    }
-    out
 }
 
 /// S3's URI encoding: everything but unreserved characters (and `/` when

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::OpError;
 use crate::hist::{Histogram, LatencySummary};
-use crate::pattern::SplitMix64;
+use crate::pattern::Rng;
 use crate::procstat::{Probe, Usage};
 use crate::s3::{S3, with_timeout};
 use crate::units::SizeSpec;
@@ -593,7 +593,7 @@ fn prepared_key(cfg: &RunConfig, i: u64) -> String {
 /// Uploads the objects the timed phase works on.
 async fn prepare(s3: &Arc<S3>, cfg: &Arc<RunConfig>, label: &str) -> Result<Vec<Obj>, RunError> {
     let n = cfg.objects;
-    let mut rng = SplitMix64::new(s3.seed ^ 0x7072_6570);
+    let mut rng = Rng::new(s3.seed ^ 0x7072_6570);
     let objs: Vec<Obj> = (0..n)
         .map(|i| Obj {
             key: prepared_key(cfg, i),
@@ -765,8 +765,7 @@ async fn worker(
     deadline: Option<Instant>,
 ) -> WorkerStats {
     let mut stats = WorkerStats::default();
-    let mut rng =
-        SplitMix64::new(s3.seed ^ (w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x776f_726b);
+    let mut rng = Rng::new(s3.seed ^ (w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x776f_726b);
     let eps = s3.pool.endpoints().len();
     let mut ep = w % eps;
     let mut seq = 0u64;
@@ -948,7 +947,7 @@ async fn worker(
 /// is reading (removing it from the pool under the same lock), so a GET
 /// never races a DELETE of its object. With nothing to read or delete,
 /// the slot becomes a PUT.
-fn mixed_pick(shares: &Shares, shared: &Shared, rng: &mut SplitMix64) -> Pick {
+fn mixed_pick(shares: &Shares, shared: &Shared, rng: &mut Rng) -> Pick {
     let r = rng.below(shares.total().max(1));
     let reads = u64::from(shares.get) + u64::from(shares.stat);
     let put_end = reads + u64::from(shares.put);

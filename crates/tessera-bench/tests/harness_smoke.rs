@@ -1,6 +1,6 @@
 //! The harness in its quickest form (`harness --smoke`): starts the servers,
-//! runs every kind of phase in compare mode, writes the JSON and the doc
-//! block. Not a speed test: it asserts that the harness works and that no
+//! runs every kind of phase in compare mode, writes the JSON, the run file
+//! and the doc block rendered from it. Not a speed test: it asserts that the harness works and that no
 //! request failed. MinIO (`$TESSERA_MINIO`, else target/tools/bin/minio,
 //! installed by `cargo xtask tools`) is left out only when its binary is
 //! absent and `TESSERA_REQUIRE_MINIO` is unset.
@@ -79,9 +79,25 @@ fn harness_smoke() {
             assert!(r["median_ratio"].as_f64().unwrap() > 0.0, "{p:#}");
         }
     }
+    // The run is archived beside the document, and the document's block is
+    // rendered from that file.
+    let runs = tessera_bench::record::load_all(&dir.path().join("bench-runs")).unwrap();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    let (file, run) = &runs[0];
+    assert_eq!(run.profile, tessera_bench::harness::Profile::Smoke);
+    assert_eq!(run.source, tessera_bench::record::MEASURED);
+    assert_eq!(run.layouts.len(), 1);
+    assert_eq!(run.layouts[0].rows.len(), 6);
+    for r in &run.layouts[0].rows {
+        assert_eq!(r.per_round.len(), 2, "{r:#?}");
+        assert!(r.tessera.metric.unwrap() > 0.0, "{r:#?}");
+        assert_eq!(r.minio.is_some(), with_minio, "{r:#?}");
+    }
     let text = std::fs::read_to_string(&doc).unwrap();
+    let name = file.file_name().unwrap().to_str().unwrap();
+    assert!(text.contains(&format!("(bench-runs/{name})")), "{text}");
     assert!(text.contains("## Earlier section\n\nkept"), "{text}");
-    assert!(text.contains(tessera_bench::harness::SECTION), "{text}");
+    assert!(text.contains(tessera_bench::record::SECTION), "{text}");
     assert!(
         text.contains("<!-- tessera-bench harness smoke: begin -->"),
         "{text}"

@@ -1,15 +1,16 @@
 //! Pure parts: the content pattern and its verification, sizes and
-//! durations, percentiles, SigV4 against AWS's published examples, XML and
-//! base64 helpers, endpoints, /proc parsing and the doc splice.
+//! durations, percentiles, SigV4 against AWS's published examples, XML
+//! helpers and the SSE-C key, endpoints, /proc parsing and the doc splice.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tessera_bench::client::Endpoint;
-use tessera_bench::harness::{Profile, SECTION, splice_doc, utc_date};
+use tessera_bench::harness::{Profile, utc_date};
 use tessera_bench::hist::{Histogram, median};
-use tessera_bench::pattern::{Pattern, SplitMix64};
+use tessera_bench::pattern::{Pattern, Rng};
 use tessera_bench::procstat::{parse_stat_ticks, parse_status_kb};
-use tessera_bench::s3::{base64, uri_encode, xml_all, xml_text, xml_unescape};
+use tessera_bench::record::{SECTION, splice_doc};
+use tessera_bench::s3::{Sse, uri_encode, xml_all, xml_text, xml_unescape};
 use tessera_bench::sign::{PayloadHash, Signer};
 use tessera_bench::units::{SizeSpec, fmt_size, parse_duration, parse_size};
 
@@ -158,7 +159,7 @@ fn size_ranges_parse_and_sample_inside() {
     );
     assert!(SizeSpec::parse("2MiB..1MiB").is_err());
     assert!(SizeSpec::parse("1MiB..x").is_err());
-    let mut rng = SplitMix64::new(3);
+    let mut rng = Rng::new(3);
     let (mut small, mut large) = (0, 0);
     for _ in 0..10_000 {
         let s = r.sample(&mut rng);
@@ -192,7 +193,7 @@ fn durations_parse() {
 
 #[test]
 fn quantiles_match_exact_percentiles_within_bucket_error() {
-    let mut rng = SplitMix64::new(11);
+    let mut rng = Rng::new(11);
     let mut h = Histogram::new();
     let mut exact = Vec::new();
     for _ in 0..50_000 {
@@ -375,11 +376,27 @@ fn sigv4_unsigned_and_precomputed_payloads() {
 
 #[test]
 fn helpers() {
-    assert_eq!(base64(b""), "");
-    assert_eq!(base64(b"f"), "Zg==");
-    assert_eq!(base64(b"fo"), "Zm8=");
-    assert_eq!(base64(b"foo"), "Zm9v");
-    assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    // The SSE-C key: 32 bytes fixed by the seed, sent with its MD5, both
+    // in standard base64 with padding.
+    let Sse::C {
+        key_b64,
+        key_md5_b64,
+    } = Sse::customer_key(7)
+    else {
+        panic!("not an SSE-C key");
+    };
+    use base64::Engine as _;
+    use md5::Digest as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let key = b64.decode(&key_b64).unwrap();
+    assert_eq!(key.len(), 32);
+    assert_eq!(b64.encode(&key), key_b64);
+    assert_eq!(
+        b64.decode(&key_md5_b64).unwrap(),
+        md5::Md5::digest(&key).to_vec()
+    );
+    assert_eq!(Sse::customer_key(7), Sse::customer_key(7));
+    assert_ne!(Sse::customer_key(7), Sse::customer_key(8));
     assert_eq!(uri_encode("a b/c~d+e", true), "a%20b/c~d%2Be");
     assert_eq!(uri_encode("a/b", false), "a%2Fb");
     let xml = "<R><IsTruncated>true</IsTruncated><Contents><Key>a&amp;b</Key></Contents>\
