@@ -21,15 +21,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use md5::Md5;
-use md5::digest::Digest as _;
 use object::layer::{Chunk, ChunkSink};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::admission::Slot;
 use crate::auth::{ChecksumAlgorithm, ChunkedDecoder, Payload, PayloadSha256Verifier};
-use crate::checksum::Hasher;
+use crate::checksum::{Hasher, content_md5};
 use crate::error::S3Error;
 use crate::splice::SpliceQueue;
 
@@ -67,7 +65,7 @@ pub(crate) struct BodyReader<B> {
     inner: B,
     mode: Option<Mode>,
     pending: Bytes,
-    md5: Option<(Md5, [u8; 16])>,
+    md5: Option<(md5x::Hasher, [u8; 16])>,
     checksum: Option<(Hasher, ChecksumAlgorithm, Expected)>,
     total: u64,
     raw: u64,
@@ -101,7 +99,7 @@ where
             inner,
             mode: Some(mode),
             pending: Bytes::new(),
-            md5: checks.content_md5.map(|m| (Md5::new(), m)),
+            md5: checks.content_md5.map(|m| (content_md5(), m)),
             checksum: checks
                 .checksum
                 .map(|(alg, exp)| (Hasher::new(alg), alg, exp)),
@@ -168,7 +166,7 @@ where
             Some(Mode::Chunked(d)) => Some(d.finish()?),
         };
         if let Some((h, want)) = self.md5.take()
-            && h.finalize().as_slice() != want
+            && h.finalize() != want
         {
             return Err(S3Error::new("BadDigest"));
         }

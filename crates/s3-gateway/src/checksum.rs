@@ -1,9 +1,11 @@
 //! Body integrity: `Content-MD5` and the `x-amz-checksum-*` family, computed
 //! while the body streams, and the base64 they are written in.
 
-use md5::Digest as _;
+use std::sync::OnceLock;
+
+use base64::Engine as _;
 use sha1::Sha1;
-use sha2::Sha256;
+use sha2::{Digest as _, Sha256};
 
 use crate::auth::ChecksumAlgorithm;
 
@@ -46,61 +48,39 @@ impl Hasher {
     }
 }
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/// A running MD5 of a request body (`Content-MD5`), on the single-stream
+/// path: a hub on the portable kernel has one lane, so every update is
+/// hashed at once on the calling thread, never queued (the body reader
+/// runs on a runtime worker, where the global hub's synchronous update
+/// could park the thread). The global hub keeps its lanes for the ETags.
+pub(crate) fn content_md5() -> md5x::Hasher {
+    static SINGLE_STREAM: OnceLock<md5x::Md5Hub> = OnceLock::new();
+    SINGLE_STREAM
+        .get_or_init(|| {
+            md5x::Md5Hub::new(md5x::HubConfig {
+                kernel: md5x::Kernel::portable(),
+                ..md5x::HubConfig::default()
+            })
+        })
+        .hasher()
+}
+
+/// S3's base64 as Go's `base64.StdEncoding` reads it (and so MinIO): the
+/// standard alphabet, padding written and required, no whitespace; bits
+/// after the last byte need not be zero.
+const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
 
 /// Standard base64 with padding.
 pub(crate) fn base64_encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    BASE64.encode(data)
 }
 
 /// Decodes standard base64 (padding required); `None` if malformed.
 pub(crate) fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let b = text.as_bytes();
-    if !b.len().is_multiple_of(4) {
-        return None;
-    }
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let mut out = Vec::with_capacity(b.len() / 4 * 3);
-    for (i, q) in b.chunks(4).enumerate() {
-        let last = i == b.len() / 4 - 1;
-        let pad = q.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 || (pad > 0 && !last) {
-            return None;
-        }
-        let mut n = 0u32;
-        for &c in &q[..4 - pad] {
-            n = (n << 6) | value(c)?;
-        }
-        n <<= 6 * pad as u32;
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&bytes[..3 - pad]);
-    }
-    Some(out)
+    BASE64.decode(text).ok()
 }
 
 #[cfg(test)]
@@ -119,8 +99,29 @@ mod tests {
             assert_eq!(base64_encode(plain), enc);
             assert_eq!(base64_decode(enc).unwrap(), plain);
         }
-        for bad in ["Zg=", "Z===", "Zg==Zg==", "Zm9*", "Zm9v\n"] {
+        for bad in [
+            "Zg=", "Z===", "Zg==Zg==", "Zm9*", "Zm9v\n", "Zg", " Zm9v", "Zm-v",
+        ] {
             assert!(base64_decode(bad).is_none(), "{bad}");
+        }
+        // Bits after the last byte may be set (Go and MinIO accept them):
+        // an SSE-C key or a Content-MD5 written so still decodes.
+        assert_eq!(base64_decode("Zh==").unwrap(), b"f");
+        assert_eq!(base64_decode("Zm9=").unwrap(), b"fo");
+    }
+
+    /// The Content-MD5 hasher, fed in pieces, agrees with an independent
+    /// MD5 (the md-5 crate).
+    #[test]
+    fn content_md5_matches_an_independent_md5() {
+        use md5::Digest as _;
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for step in [1, 63, 64, 1000, 65_536, 300_000] {
+            let mut h = content_md5();
+            for piece in data.chunks(step) {
+                h.update(piece);
+            }
+            assert_eq!(h.finalize()[..], md5::Md5::digest(&data)[..], "step {step}");
         }
     }
 

@@ -35,17 +35,19 @@ use tokio::net::TcpStream;
 /// connection (`http1::Builder::max_buf_size`; hyper's default is 408
 /// KiB): two of the read cache's 1 MiB blocks go out with one `writev`.
 /// Over loopback the kernel's cost per byte sent falls with the size of
-/// the write (`docs/probes/send_size.c`: 0.29-0.30 ms per MiB in 512 KiB
-/// writes, 0.19-0.22 from 1 MiB up); in the server, 2 MiB against 1 MiB
-/// cut the CPU per MiB of hot GETs by another 5%. Hyper's read
-/// buffer grows to the same size unless the transport holds its reads
-/// back: [`PlainIo`] reads at most [`MAX_READ`] at once.
+/// the write: 0.29-0.30 ms of sender CPU per MiB in 512 KiB writes,
+/// 0.19-0.22 from 1 MiB up (`gcc -O2 -o /tmp/send_size
+/// docs/probes/send_size.c && /tmp/send_size <bytes> 4`); in the server,
+/// 2 MiB against 1 MiB takes another 5% off the CPU per MiB of hot GETs
+/// (`docs/bench-notes/send-paths.md`). Hyper's read buffer grows to the
+/// same size unless the transport holds its reads back: [`PlainIo`] reads
+/// at most [`MAX_READ`] at once.
 pub const WRITE_BUFFER: usize = 2 << 20;
 
 /// Most bytes a [`PlainIo`] reads at once: hyper's default buffer size,
 /// so that the larger [`WRITE_BUFFER`] leaves request bodies read in
-/// pieces of the usual size (with 2 MiB reads, 16 MiB PUTs at c=8 peaked
-/// at 206 MiB resident against 139).
+/// pieces of the usual size (with 2 MiB reads, 16 MiB PUTs at c=8 peak at
+/// 206 MiB resident against 139; `docs/bench-notes/memory.md`).
 pub const MAX_READ: usize = (8 + 400) << 10;
 
 /// Most live frames a queue tracks; a frame past it is sent from memory

@@ -19,6 +19,7 @@
 //! is returned before its tag is verified. An empty stream is zero bytes.
 
 use ring::aead::{AES_256_GCM, Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
+use subtle::ConstantTimeEq as _;
 
 /// The version byte of DARE 2.0.
 pub const VERSION: u8 = 0x20;
@@ -343,7 +344,7 @@ impl Decryptor {
             want[0] &= 0x7f;
         }
         // Compare without the flag bit's influence on the reference itself.
-        if !constant_time_eq(&header[4..16], &want) {
+        if !bool::from(header[4..16].ct_eq(&want)) {
             return Err(DareError::NonceMismatch(seq_no));
         }
         let seq = u32::try_from(seq_no).map_err(|_| DareError::TooLong)?;
@@ -398,10 +399,6 @@ impl Decryptor {
         }
         Ok(out)
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

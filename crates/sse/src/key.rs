@@ -12,8 +12,8 @@
 //! n as u32 little endian)`; an ETag is sealed with
 //! `HMAC-SHA-256(object key, "SSE-etag")`.
 
-use ring::digest::{SHA256, digest};
-use ring::hmac;
+use hmac::{KeyInit as _, Mac as _};
+use sha2::{Digest as _, Sha256};
 
 use crate::dare::{CipherSuite, DareError, Decryptor, Encryptor};
 
@@ -119,14 +119,13 @@ pub fn object_path(bucket: &str, object: &str) -> String {
 }
 
 fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    let k = hmac::Key::new(hmac::HMAC_SHA256, key);
-    let mut ctx = hmac::Context::with_key(&k);
+    // HMAC takes keys of any length: this cannot fail.
+    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC-SHA256 takes keys of any length"));
     for p in parts {
-        ctx.update(p);
+        mac.update(p);
     }
-    let mut out = [0u8; 32];
-    out.copy_from_slice(ctx.sign().as_ref());
-    out
+    mac.finalize().into_bytes().into()
 }
 
 fn kek(ext: &[u8; 32], iv: &[u8; 32], domain: Domain, bucket: &str, object: &str) -> [u8; 32] {
@@ -147,9 +146,7 @@ impl ObjectKey {
         let mut buf = [0u8; 64];
         buf[..32].copy_from_slice(external);
         buf[32..].copy_from_slice(random);
-        let mut k = [0u8; 32];
-        k.copy_from_slice(digest(&SHA256, &buf).as_ref());
-        ObjectKey(k)
+        ObjectKey(Sha256::digest(buf).into())
     }
 
     /// Seals the key for `domain` and `bucket/object` under `external`,

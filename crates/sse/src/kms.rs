@@ -12,8 +12,9 @@
 
 use std::collections::BTreeMap;
 
+use base64::Engine as _;
+use hmac::{KeyInit as _, Mac as _};
 use ring::aead::{AES_256_GCM, Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
-use ring::hmac;
 
 /// Why a KMS call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -179,10 +180,10 @@ fn aead(alg: &'static ring::aead::Algorithm, key: &[u8; 32]) -> LessSafeKey {
 }
 
 fn hmac_key(master: &[u8; 32], iv: &[u8]) -> [u8; 32] {
-    let tag = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, master), iv);
-    let mut k = [0u8; 32];
-    k.copy_from_slice(tag.as_ref());
-    k
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(master)
+        .unwrap_or_else(|_| unreachable!("HMAC-SHA256 takes keys of any length"));
+    mac.update(iv);
+    mac.finalize().into_bytes().into()
 }
 
 impl Kms for StaticKms {
@@ -331,52 +332,22 @@ pub fn hchacha20(key: &[u8; 32], input: &[u8; 16]) -> [u8; 32] {
     out
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/// MinIO's base64 (Go's `base64.StdEncoding`): the standard alphabet,
+/// padding written and required, no whitespace; bits after the last byte
+/// need not be zero.
+const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
 
 /// Standard base64 with padding.
 pub fn base64_encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    BASE64.encode(data)
 }
 
 /// Standard base64 with padding (strict: no whitespace, canonical padding).
 pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let b = s.as_bytes();
-    if !b.len().is_multiple_of(4) {
-        return None;
-    }
-    let val = |c: u8| B64.iter().position(|&x| x == c).map(|p| p as u32);
-    let mut out = Vec::with_capacity(b.len() / 4 * 3);
-    for (ci, chunk) in b.chunks(4).enumerate() {
-        let last = ci + 1 == b.len() / 4;
-        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 || (pad > 0 && !last) {
-            return None;
-        }
-        let mut n = 0u32;
-        for &c in &chunk[..4 - pad] {
-            n = (n << 6) | val(c)?;
-        }
-        n <<= 6 * pad as u32;
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&bytes[..3 - pad]);
-    }
-    Some(out)
+    BASE64.decode(s).ok()
 }
 
 #[cfg(test)]
@@ -392,9 +363,15 @@ mod tests {
         }
         assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
         assert_eq!(base64_encode(b"fo"), "Zm8=");
-        for bad in ["Zm9", "Zm9v!A==", "=Zm9", "Zg==Zg==", "Z==="] {
+        for bad in [
+            "Zm9", "Zm9v!A==", "=Zm9", "Zg==Zg==", "Z===", "Zg", "Zm9v\n", " Zm9v",
+        ] {
             assert_eq!(base64_decode(bad), None, "{bad}");
         }
+        // As Go decodes: the bits after the last byte may be set.
+        assert_eq!(base64_decode("Zh==").unwrap(), b"f");
+        assert_eq!(base64_decode("Zm9=").unwrap(), b"fo");
+        assert_eq!(base64_decode("").unwrap(), b"");
     }
 
     /// RFC 8439 / draft-irtf-cfrg-xchacha section 2.2.1 test vector.

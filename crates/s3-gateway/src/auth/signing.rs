@@ -5,6 +5,7 @@ use std::fmt;
 
 use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq as _;
 
 use super::credentials::SecretKey;
 
@@ -177,17 +178,10 @@ pub(crate) fn parse_hex32(text: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// Equality of two byte strings of the same length in time that depends
-/// only on the length.
+/// Equality of two byte strings in time that depends only on their
+/// lengths (`subtle`).
 pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut diff = 0u8;
-    for (x, y) in a.iter().zip(b) {
-        diff |= x ^ y;
-    }
-    std::hint::black_box(diff) == 0
+    a.ct_eq(b).into()
 }
 
 #[cfg(test)]
@@ -196,26 +190,36 @@ mod tests {
 
     #[test]
     fn signing_key_of_the_published_example() {
-        // The S3 documentation's example key and scope; its GET Object
-        // example signs with this key (checked end to end in tests/).
-        let secret = SecretKey::new("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY");
-        let scope = CredentialScope::new("20130524", "us-east-1", "s3");
-        assert_eq!(scope.to_string(), "20130524/us-east-1/s3/aws4_request");
+        // AWS's worked example of deriving a signing key (IAM, 2015-08-30):
+        // the derived key and the signature of its string to sign, as AWS
+        // publishes them.
+        let secret = SecretKey::new("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY");
+        let scope = CredentialScope::new("20150830", "us-east-1", "iam");
+        assert_eq!(scope.to_string(), "20150830/us-east-1/iam/aws4_request");
         assert_eq!(
             (scope.date(), scope.region(), scope.service()),
-            ("20130524", "us-east-1", "s3")
+            ("20150830", "us-east-1", "iam")
         );
         assert_eq!(
             format!("{ALGORITHM} {SCOPE_TERMINATOR}"),
             "AWS4-HMAC-SHA256 aws4_request"
         );
         let key = SigningKey::derive(&secret, &scope);
-        let again = SigningKey::derive(&secret, &scope);
-        assert_eq!(key, again);
+        assert_eq!(
+            hex::encode(key.as_bytes()),
+            "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9"
+        );
+        let to_sign = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/iam/aws4_request\n\
+                       f536975d06c0309214f805bb90ccff089219ecd68b2577efef23edd43b7e1a59";
+        assert_eq!(
+            key.sign(to_sign.as_bytes()).to_hex(),
+            "5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7"
+        );
+        assert_eq!(key, SigningKey::derive(&secret, &scope));
         assert_eq!(format!("{key:?}"), "SigningKey(..)");
         let other = SigningKey::derive(
             &secret,
-            &CredentialScope::new("20130525", "us-east-1", "s3"),
+            &CredentialScope::new("20150831", "us-east-1", "iam"),
         );
         assert_ne!(key.as_bytes(), other.as_bytes());
     }
@@ -236,6 +240,8 @@ mod tests {
         assert_eq!(Signature::from_hex(&hex.replace('f', "g")), None);
         assert!(format!("{sig:?}").contains(hex));
         assert!(!ct_eq(b"ab", b"abc"));
+        assert!(!ct_eq(b"abc", b"abd"));
+        assert!(ct_eq(b"abc", b"abc"));
         assert!(ct_eq(b"", b""));
         assert_eq!(sha256_hex(b""), EMPTY_SHA256);
     }
