@@ -5,8 +5,11 @@
 //! is a scatter-gather segment of the block request, which carries at most
 //! `max_segments` of them (254 on virtio-blk): a batch of records is split
 //! into many requests. A buffer inside a 2 MiB huge page is physically
-//! contiguous: one pin and one segment. Measured on 16 MiB PUTs: 1.44x the
-//! MiB/s and 1.18x the MiB per CPU-second (docs/benchmarks.md).
+//! contiguous: one pin and one segment. Measured on 16 MiB PUTs, huge pages
+//! on against `TESSERA_HUGE_PAGES=off` in one binary: 1.44x the MiB/s and
+//! 1.18x the MiB per CPU-second (to measure again: `tessera-bench compare
+//! --op put --obj-size 16MiB --concurrent 8` against two servers, one with
+//! each setting; docs/bench-notes/put.md).
 //!
 //! A [`BufferPool`](crate::BufferPool)'s buffers of at least [`MIN_BYTES`]
 //! (record buffers: one size per pool, kept for reuse; other buffers come
@@ -99,7 +102,8 @@ fn thp_mode_allows_madvise(mode: &str) -> bool {
 /// the host a fault per page, charged to the guest's CPU, and huge folios
 /// are always allocated from such blocks: on a guest measured with it, a
 /// cold GET filled in huge folios ([`LocalDriveConfig::huge_fill`](crate::LocalDriveConfig::huge_fill)) took
-/// 3-4x the CPU of one filled by `read(2)` (`docs/benchmarks.md`). Read from
+/// 3-4x the CPU of one filled by `read(2)`, 10 s after `drop_caches`
+/// (docs/bench-notes/get.md). Read from
 /// sysfs; `false` where there is no virtio bus.
 pub fn free_page_reporting() -> bool {
     let Ok(devices) = std::fs::read_dir("/sys/bus/virtio/devices") else {
@@ -469,14 +473,9 @@ mod tests {
         let threads: Vec<_> = (0..4u64)
             .map(|t| {
                 std::thread::spawn(move || {
-                    // xorshift64: the test's own choices, per thread.
-                    let mut x = 0x9e37_79b9_7f4a_7c15 ^ (t + 1);
-                    let mut next = move || {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x
-                    };
+                    // The test's own choices, seeded per thread.
+                    let mut rng = fastrand::Rng::with_seed(t + 1);
+                    let mut next = move || rng.u64(..);
                     let mut held: Vec<(Piece, usize, u8)> = Vec::new();
                     for i in 0..3000u64 {
                         let r = next();

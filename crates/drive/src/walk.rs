@@ -1,4 +1,4 @@
-//! [`Drive::walk`](crate::Drive::walk): one page of a volume walked in
+//! [`Drive::walk`]: one page of a volume walked in
 //! object-key order, each object with the head of its metadata file.
 //!
 //! The layout is MinIO's: an object `k` is the directory `k/` holding
@@ -15,8 +15,9 @@
 //! of that name (`a/b/`, stored as `a/b__XLDIR__`), which the prefix
 //! `a/b/` includes.
 //!
-//! The algorithm is written once, over [`WalkFs`]: the trait's default
-//! method runs it over a drive's own [`list_dir`](crate::Drive::list_dir) and
+//! The algorithm is written once, over `WalkFs` (crate-private): the
+//! trait's default method runs it over a drive's own
+//! [`list_dir`](crate::Drive::list_dir) and
 //! [`read_all`](crate::Drive::read_all); [`LocalDrive`](crate::LocalDrive)
 //! runs it inside one blocking task with direct system calls (no
 //! per-entry hop between threads), reading only the head of each
@@ -39,7 +40,7 @@ pub const DIR_OBJECT_SUFFIX: &str = "__XLDIR__";
 /// whose entries are all filtered out).
 pub const MAX_VISITS: usize = 1_000_000;
 
-/// What [`Drive::walk`](crate::Drive::walk) lists.
+/// What [`Drive::walk`] lists.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WalkOptions {
     /// The volume (bucket).

@@ -257,24 +257,36 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failure_is_not_lost_when_its_caller_is_cancelled() {
         let calls = Arc::new(AtomicU64::new(0));
-        let c = Arc::clone(&calls);
-        // The first sync fails, slowly; later ones succeed.
+        let started = Arc::new(tokio::sync::Notify::new());
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = Mutex::new(released);
+        let (c, s) = (Arc::clone(&calls), Arc::clone(&started));
+        // The first sync fails once the test lets it end; later ones
+        // succeed.
         let group = Arc::new(FsSync::with(move || {
             let first = c.fetch_add(1, Ordering::SeqCst) == 0;
-            std::thread::sleep(Duration::from_millis(50));
-            match first {
-                true => Err(io::Error::from_raw_os_error(libc::EIO)),
-                false => Ok(()),
+            if !first {
+                return Ok(());
             }
+            s.notify_one();
+            let _ = released.lock().unwrap().recv();
+            Err(io::Error::from_raw_os_error(libc::EIO))
         }));
         let (one, other) = (group.begin(), group.begin());
         // The caller that starts the failing sync gives up while it runs.
-        let gave_up = tokio::time::timeout(Duration::from_millis(5), group.commit(one)).await;
-        assert!(gave_up.is_err(), "the first commit should still be running");
+        tokio::select! {
+            _ = group.commit(one) => panic!("the first commit ended while its sync was held"),
+            _ = started.notified() => {}
+        }
         // Another writer that began before the failure: its commit waits
         // for the failing sync to end, runs its own, which succeeds (the
         // error was told once, to the first), and fails all the same.
-        let err = group.commit(other).await.unwrap_err();
+        let waiting = tokio::spawn({
+            let group = Arc::clone(&group);
+            async move { group.commit(other).await }
+        });
+        release.send(()).unwrap();
+        let err = waiting.await.unwrap().unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EIO));
         assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
