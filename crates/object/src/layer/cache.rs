@@ -137,12 +137,11 @@ impl Sketch {
 
     fn cells(&self, hash: u64) -> [usize; ROWS] {
         let mut out = [0; ROWS];
+        // A different mix of the hash per row: the generator's successive
+        // outputs from the hash as its seed.
+        let mut mix = fastrand::Rng::with_seed(hash);
         for (row, cell) in out.iter_mut().enumerate() {
-            // A different mix of the hash per row (splitmix64's finaliser).
-            let mut z = hash.wrapping_add((row as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
+            let z = mix.u64(..);
             *cell = row * self.width + (z as usize & (self.width - 1));
         }
         out

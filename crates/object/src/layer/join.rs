@@ -4,10 +4,12 @@
 //! completes on its first poll, and a task spawned for it adds the task's
 //! allocation, scheduling and wake-up to a read that needs none. Reading
 //! a GET's four `xl.meta` on the request's task instead gave hot 4 KiB
-//! GETs 1.09x the objects per CPU-second (`docs/benchmarks.md`, "a GET's
-//! `xl.meta` reads on the request's task"). [`join_all`] polls the futures
-//! on the calling task; the ones that must wait (the backend's reads, a
-//! remote drive's RPC) still wait concurrently.
+//! GETs 1.09x the objects per server CPU-second (`tessera-bench get
+//! --obj-size 4KiB --concurrent 32` against one server on four
+//! directories, both builds in turn; `docs/bench-notes/get.md`).
+//! [`join_all`] polls the futures on the calling task; the ones that must
+//! wait (the backend's reads, a remote drive's RPC) still wait
+//! concurrently.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};

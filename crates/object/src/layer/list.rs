@@ -11,7 +11,7 @@
 //! resolves a version (the newest version a read quorum of drives agrees
 //! on), from the journal headers: only the chosen version's body is
 //! decoded. Anything unusual (a body that does not decode) falls back to
-//! the full decode and [`ErasureSet::resolve`].
+//! the full decode and `ErasureSet::resolve`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -879,20 +879,7 @@ mod tests {
     use super::*;
     use crate::xlmeta::{DeleteMarker, ErasureParams, ObjectVersion, VersionHeader};
 
-    /// A small deterministic generator (xorshift64*).
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use fastrand::Rng;
 
     async fn set_of(dir: &std::path::Path, n: usize, parity: usize) -> ErasureSet {
         let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
@@ -921,7 +908,7 @@ mod tests {
     fn object(rng: &mut Rng, n: usize, vid: [u8; 16], mod_time: i64) -> Version<'static> {
         // Mostly the set's default shape, sometimes another storage class
         // (a different data-shard count, so another quorum).
-        let k = match rng.below(4) {
+        let k = match rng.u64(..4) {
             0 => n - 1,
             _ => n - n / 2,
         };
@@ -929,7 +916,7 @@ mod tests {
             vid,
             [7; 16],
             mod_time,
-            rng.below(5000) as i64,
+            rng.u64(..5000) as i64,
             ErasureParams {
                 data_blocks: k as u8,
                 parity_blocks: (n - k) as u8,
@@ -937,14 +924,14 @@ mod tests {
                 distribution: (1..=n as u8).collect(),
             },
         );
-        if rng.below(5) != 0 {
-            o.set_user(META_ETAG, format!("{:032x}", rng.next()));
+        if rng.u64(..5) != 0 {
+            o.set_user(META_ETAG, format!("{:032x}", rng.u64(..)));
         }
         o.set_user("content-type", "text/plain");
         // Some encrypted (single-part or multipart), with entries a
         // listing does not carry beside those it does.
         o.set_sys("x-minio-internal-inline-data", b"true".to_vec());
-        match rng.below(4) {
+        match rng.u64(..4) {
             0 => {
                 o.set_sys(
                     "X-Minio-Internal-Server-Side-Encryption-S3-Sealed-Key",
@@ -973,22 +960,22 @@ mod tests {
     #[tokio::test]
     async fn fast_resolution_matches_resolve() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng::with_seed(0x9e37_79b9_7f4a_7c15);
         let (mut listed_count, mut hidden_count, mut unsure_count) = (0, 0, 0);
         let (mut versions_count, mut versions_unsure) = (0, 0);
         for (n, parity) in [(4usize, 2usize), (5, 2), (6, 3), (8, 4), (16, 4)] {
             let set = set_of(&tmp.path().join(format!("s{n}")), n, parity).await;
             for case in 0..400 {
-                let count = 1 + rng.below(4) as usize;
+                let count = 1 + rng.u64(..4) as usize;
                 let mut versions = Vec::new();
                 for v in 0..count {
-                    let vid = match rng.below(3) {
+                    let vid = match rng.u64(..3) {
                         0 => [0; 16],
-                        _ => uuid::Uuid::from_u128(u128::from(rng.next())).into_bytes(),
+                        _ => uuid::Uuid::from_u128(u128::from(rng.u64(..))).into_bytes(),
                     };
                     // Equal times now and then, to exercise the tie order.
-                    let mod_time = 1_000 + rng.below(6) as i64 * 10 + v as i64 % 2;
-                    versions.push(if rng.below(4) == 0 {
+                    let mod_time = 1_000 + rng.u64(..6) as i64 * 10 + v as i64 % 2;
+                    versions.push(if rng.u64(..4) == 0 {
                         Version::delete_marker(DeleteMarker::new(vid, mod_time), 1)
                     } else {
                         object(&mut rng, n, vid, mod_time)
@@ -996,13 +983,13 @@ mod tests {
                 }
                 let mut raw: Vec<Option<Vec<u8>>> = Vec::new();
                 for _ in 0..n {
-                    raw.push(match rng.below(10) {
+                    raw.push(match rng.u64(..10) {
                         0 => None,
                         1 => Some(b"XL2 garbage".to_vec()),
                         _ => {
                             let mut m = XlMeta::new();
                             for v in &versions {
-                                if rng.below(4) != 0 {
+                                if rng.u64(..4) != 0 {
                                     // Same id may come back: add_version replaces.
                                     let _ = m.add_version(v.clone());
                                 }
@@ -1028,7 +1015,7 @@ mod tests {
                 // cannot decide.
                 let mut order: Vec<usize> = (0..n).collect();
                 for i in (1..n).rev() {
-                    order.swap(i, rng.below(i as u64 + 1) as usize);
+                    order.swap(i, rng.u64(..i as u64 + 1) as usize);
                 }
                 let unread = &order[listing_drives(n)..];
                 let mut part = raw.clone();
@@ -1142,7 +1129,7 @@ mod tests {
     /// version.
     #[test]
     fn listed_latest_is_object_info() {
-        let mut rng = Rng(7);
+        let mut rng = Rng::with_seed(7);
         let mut vs = vec![
             object(&mut rng, 4, [0; 16], 10),
             object(&mut rng, 4, [3; 16], 11),

@@ -143,7 +143,7 @@ mod tests {
 
     /// The room `task` got, failing if it does not get any soon.
     async fn got(task: tokio::task::JoinHandle<Room>) -> Room {
-        tokio::time::timeout(Duration::from_secs(5), task)
+        tokio::time::timeout(Duration::from_secs(60), task)
             .await
             .expect("the waiter got its room")
             .unwrap()

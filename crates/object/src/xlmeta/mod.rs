@@ -40,6 +40,8 @@
 
 mod header;
 mod inline;
+mod restore;
+mod signature;
 mod version;
 
 use std::borrow::Cow;

@@ -1,12 +1,14 @@
 //! Version bodies: object versions, delete markers and legacy objects, their
-//! msgp encoding and MinIO's per-version signature.
+//! msgp encoding and their headers (with MinIO's per-version signature,
+//! `signature.rs`).
 
 use std::borrow::Cow;
 
-use xxhash_rust::xxh3::xxh3_64;
 use xxhash_rust::xxh64::xxh64;
 
 use super::header::{VersionFlags, VersionHeader, VersionType};
+use super::restore::restored_on_disk;
+use super::signature::{fold_signature, hash_sys_meta, hash_user_meta};
 use super::{Error, ResultExt};
 use crate::msgp::{MsgTime, Reader, Writer};
 use crate::text::{IntoOwned, MetaMap, RawField, Text};
@@ -1019,111 +1021,6 @@ fn write_unknown(w: &mut Writer, fields: &[RawField<'_>]) {
     }
 }
 
-// MinIO's hashDeterministicString / hashDeterministicBytes: an
-// order-independent combination of xxh3 hashes of each key and value.
-const USER_META_SEED: u64 = 0xc2b4_0bba_c11a_7295;
-const SYS_META_SEED: u64 = 0x1bbc_7e1d_de65_4743;
-const KEY_MIX: u64 = 0x4ee3_bbaf_7ab2_506b;
-const VALUE_MIX: u64 = 0x8da4_c8da_6619_4257;
-
-fn hash_pairs<'x>(seed: u64, pairs: impl Iterator<Item = (&'x [u8], &'x [u8])>) -> u64 {
-    pairs.fold(seed, |crc, (k, v)| {
-        crc ^ (xxh3_64(k) ^ KEY_MIX).wrapping_add(xxh3_64(v) ^ VALUE_MIX)
-    })
-}
-
-fn hash_user_meta(m: Option<&UserMeta<'_>>) -> u64 {
-    let it = m
-        .into_iter()
-        .flat_map(|m| m.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())));
-    hash_pairs(USER_META_SEED, it)
-}
-
-fn hash_sys_meta(m: Option<&SysMeta<'_>>) -> u64 {
-    let it = m
-        .into_iter()
-        .flat_map(|m| m.iter().map(|(k, v)| (k.as_bytes(), &v[..])));
-    hash_pairs(SYS_META_SEED, it)
-}
-
-fn fold_signature(crc: u64) -> [u8; 4] {
-    ((crc ^ (crc >> 32)) as u32).to_le_bytes()
-}
-
-/// MinIO's restore-status check for a tiered object's `X-Amz-Restore`
-/// header: on disk iff the restore completed and has not expired.
-/// Accepts `ongoing-request="false", expiry-date="<RFC 1123 GMT date>"`
-/// (quotes optional); MinIO also accepts the RFC 850 and ANSI C date forms,
-/// which it never writes and which are treated here as unparseable.
-fn restored_on_disk(hdr: &str, now_unix_secs: i64) -> bool {
-    let (progress, rest) = match hdr.split_once(',') {
-        Some((p, r)) => (p, Some(r)),
-        None => (hdr, None),
-    };
-    let Some((k, v)) = progress.split_once('=') else {
-        return false;
-    };
-    if k.trim() != "ongoing-request" || !matches!(v, "false" | "\"false\"") {
-        return false;
-    }
-    let Some((k, date)) = rest.and_then(|r| r.split_once('=')) else {
-        return false;
-    };
-    if k.trim() != "expiry-date" {
-        return false;
-    }
-    match parse_http_date(date.trim_matches('"')) {
-        Some(expiry) => now_unix_secs < expiry,
-        None => false,
-    }
-}
-
-/// Parse `Mon, 02 Jan 2006 15:04:05 GMT` into Unix seconds.
-fn parse_http_date(s: &str) -> Option<i64> {
-    let rest = s.split_once(", ")?.1;
-    let mut it = rest.split(' ');
-    let day: i64 = it.next()?.parse().ok()?;
-    let month = match it.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = it.next()?.parse().ok()?;
-    let mut hms = it.next()?.split(':');
-    let h: i64 = hms.next()?.parse().ok()?;
-    let m: i64 = hms.next()?.parse().ok()?;
-    let sec: i64 = hms.next()?.parse().ok()?;
-    if it.next()? != "GMT" || it.next().is_some() || !(1..=31).contains(&day) {
-        return None;
-    }
-    if h > 23 || m > 59 || sec > 60 {
-        return None;
-    }
-    Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + sec)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1224,17 +1121,6 @@ mod tests {
         let h = Version::delete_marker(dm, 0).header_at(0);
         assert_eq!(h.flags.0, VersionFlags::FREE_VERSION);
         assert_eq!(h.version_type, VersionType::DeleteMarker);
-    }
-
-    #[test]
-    fn http_dates() {
-        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(
-            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
-            Some(784_111_777)
-        );
-        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 PST"), None);
-        assert_eq!(parse_http_date("garbage"), None);
     }
 
     #[test]

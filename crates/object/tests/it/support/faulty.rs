@@ -1,59 +1,16 @@
-//! Helpers shared by the object-layer integration tests: deterministic
-//! data, drive directories, and a drive wrapper that can be made to fail or
-//! to hang.
-
-#![allow(dead_code)]
+//! A drive that fails or hangs on demand ([`FaultyDrive`]), and object
+//! layers over such drives.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
 
 use drive::{
     AlignedBuf, BoxFuture, DirEntryName, DiskInfo, Drive, DriveError, FileInfo, HealthReport,
     LocalDrive, LocalDriveConfig, ShardReader, ShardWriter, VolumeInfo,
 };
-use object::layer::{Error, GetOptions, LayerOptions, ObjectInfo, ObjectLayer, PutOptions};
+use object::layer::{LayerOptions, ObjectLayer};
 use uuid::Uuid;
-
-/// Deterministic pseudo-random bytes (xorshift64).
-pub fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
-        .collect()
-}
-
-/// Files and directories left in a drive's temporary area: everything but
-/// the trash and the spread staging directories, plus whatever those hold
-/// (they exist between writes, empty).
-pub fn staging_leftovers(drive: &Path) -> Vec<String> {
-    let names = |dir: &Path| -> Vec<String> {
-        std::fs::read_dir(dir)
-            .map(|rd| {
-                rd.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let tmp = drive.join(".minio.sys/tmp");
-    let mut left: Vec<String> = names(&tmp)
-        .into_iter()
-        .filter(|n| n != ".trash" && n != ".spread")
-        .collect();
-    for dir in names(&tmp.join(".spread")) {
-        for name in names(&tmp.join(".spread").join(&dir)) {
-            left.push(format!(".spread/{dir}/{name}"));
-        }
-    }
-    left.sort();
-    left
-}
 
 /// An object layer over a [`FaultyDrive`] on each of `ds`, and the drives.
 pub async fn faulty_layer(ds: &[PathBuf]) -> (ObjectLayer, Vec<Arc<FaultyDrive>>) {
@@ -74,33 +31,6 @@ pub async fn faulty_layer_with(
     }
     let l = ObjectLayer::open(drives, opts).await.unwrap();
     (l, faulty)
-}
-
-/// PUTs `body` as `b/k`, its size announced; panics on an error.
-pub async fn put(l: &ObjectLayer, b: &str, k: &str, body: &[u8]) -> ObjectInfo {
-    l.put_object(
-        b,
-        k,
-        &mut &body[..],
-        &PutOptions {
-            size: Some(body.len() as u64),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("put {k}: {e}"))
-}
-
-/// The whole object `b/k`.
-pub async fn get(l: &ObjectLayer, b: &str, k: &str) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::new();
-    l.get_object(b, k, &GetOptions::default(), &mut out).await?;
-    Ok(out)
-}
-
-/// `root/d1` .. `root/dN`.
-pub fn dirs(root: &Path, n: usize) -> Vec<PathBuf> {
-    (1..=n).map(|i| root.join(format!("d{i}"))).collect()
 }
 
 /// How a [`FaultyDrive`] behaves.
@@ -312,5 +242,160 @@ impl ShardWriter for FaultyWriter {
     }
     fn io_mode(&self) -> drive::Result<drive::IoMode> {
         self.inner.io_mode()
+    }
+}
+
+/// A real drive whose commit steps (`rename` into a bucket, `write_all`
+/// into a bucket) fail when armed (shard writes to the temp area still
+/// work), and whose free space can be made up (0: the real figure).
+#[derive(Debug)]
+pub struct CommitFault {
+    inner: Arc<dyn Drive>,
+    armed: AtomicBool,
+    free: AtomicU64,
+}
+
+impl CommitFault {
+    pub async fn open(dir: &Path) -> Arc<CommitFault> {
+        std::fs::create_dir_all(dir).unwrap();
+        let inner: Arc<dyn Drive> = Arc::new(
+            LocalDrive::open(dir.to_path_buf(), LocalDriveConfig::default())
+                .await
+                .unwrap(),
+        );
+        Arc::new(CommitFault {
+            inner,
+            armed: AtomicBool::new(false),
+            free: AtomicU64::new(0),
+        })
+    }
+
+    /// Makes the commit steps fail (`true`) or pass again.
+    pub fn arm(&self, on: bool) {
+        self.armed.store(on, Ordering::SeqCst);
+    }
+
+    /// Makes the drive report `bytes` free (0: the real figure).
+    pub fn set_free(&self, bytes: u64) {
+        self.free.store(bytes, Ordering::SeqCst);
+    }
+
+    fn fails(&self, volume: &str) -> bool {
+        self.armed.load(Ordering::SeqCst) && !volume.starts_with(".minio.sys")
+    }
+}
+
+impl Drive for CommitFault {
+    fn id(&self) -> Option<Uuid> {
+        self.inner.id()
+    }
+    fn set_id(&self, id: Option<Uuid>) {
+        self.inner.set_id(id)
+    }
+    fn label(&self) -> String {
+        self.inner.label()
+    }
+    fn health(&self) -> HealthReport {
+        self.inner.health()
+    }
+    fn disk_info(&self) -> BoxFuture<'_, drive::Result<DiskInfo>> {
+        Box::pin(async move {
+            let mut info = self.inner.disk_info().await?;
+            match self.free.load(Ordering::SeqCst) {
+                0 => {}
+                f => info.free = f,
+            }
+            Ok(info)
+        })
+    }
+    fn make_volume<'a>(&'a self, v: &'a str) -> BoxFuture<'a, drive::Result<()>> {
+        self.inner.make_volume(v)
+    }
+    fn list_volumes(&self) -> BoxFuture<'_, drive::Result<Vec<VolumeInfo>>> {
+        self.inner.list_volumes()
+    }
+    fn stat_volume<'a>(&'a self, v: &'a str) -> BoxFuture<'a, drive::Result<VolumeInfo>> {
+        self.inner.stat_volume(v)
+    }
+    fn delete_volume<'a>(&'a self, v: &'a str, f: bool) -> BoxFuture<'a, drive::Result<()>> {
+        self.inner.delete_volume(v, f)
+    }
+    fn read_all<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        limit: u64,
+    ) -> BoxFuture<'a, drive::Result<Vec<u8>>> {
+        self.inner.read_all(v, p, limit)
+    }
+    fn write_all<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        data: Vec<u8>,
+    ) -> BoxFuture<'a, drive::Result<()>> {
+        if self.fails(v) {
+            return Box::pin(async { Err(DriveError::Offline("commit fault".into())) });
+        }
+        self.inner.write_all(v, p, data)
+    }
+    fn create_file<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        size: Option<u64>,
+    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardWriter>>> {
+        self.inner.create_file(v, p, size)
+    }
+    fn read_file_at<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        offset: u64,
+        len: usize,
+        buf: AlignedBuf,
+    ) -> BoxFuture<'a, drive::Result<(AlignedBuf, usize)>> {
+        self.inner.read_file_at(v, p, offset, len, buf)
+    }
+    fn open_reader<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        offset: u64,
+        len: Option<u64>,
+    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardReader>>> {
+        self.inner.open_reader(v, p, offset, len)
+    }
+    fn rename<'a>(
+        &'a self,
+        sv: &'a str,
+        sp: &'a str,
+        dv: &'a str,
+        dp: &'a str,
+    ) -> BoxFuture<'a, drive::Result<()>> {
+        if self.fails(dv) {
+            return Box::pin(async { Err(DriveError::Offline("commit fault".into())) });
+        }
+        self.inner.rename(sv, sp, dv, dp)
+    }
+    fn delete<'a>(&'a self, v: &'a str, p: &'a str, r: bool) -> BoxFuture<'a, drive::Result<()>> {
+        self.inner.delete(v, p, r)
+    }
+    fn move_to_trash<'a>(&'a self, v: &'a str, p: &'a str) -> BoxFuture<'a, drive::Result<()>> {
+        self.inner.move_to_trash(v, p)
+    }
+    fn empty_trash(&self, max: usize) -> BoxFuture<'_, drive::Result<usize>> {
+        self.inner.empty_trash(max)
+    }
+    fn list_dir<'a>(
+        &'a self,
+        v: &'a str,
+        p: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, drive::Result<Vec<DirEntryName>>> {
+        self.inner.list_dir(v, p, limit)
+    }
+    fn stat_file<'a>(&'a self, v: &'a str, p: &'a str) -> BoxFuture<'a, drive::Result<FileInfo>> {
+        self.inner.stat_file(v, p)
     }
 }

@@ -1,9 +1,7 @@
 //! Decode and re-encode xl.meta and .metadata.bin files written by a real
 //! MinIO server (see testdata/minio/README.md for how they were made).
 
-mod common;
-
-use common::*;
+use crate::support::fixtures::*;
 use object::bucketmeta::BucketMetadata;
 use object::msgp::MsgTime;
 use object::xlmeta::{

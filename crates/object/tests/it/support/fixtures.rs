@@ -1,7 +1,5 @@
-//! Helpers shared by the integration tests: the MinIO fixtures and a tiny
-//! seeded PRNG.
-
-#![allow(dead_code)]
+//! The files captured from a real MinIO (`testdata/minio/`), and the seed
+//! of the randomized tests.
 
 use std::path::PathBuf;
 
@@ -77,24 +75,6 @@ pub fn reassemble_inline(metas: &[XlMeta<'_>], version_id: &[u8; 16]) -> Vec<u8>
     let mut out: Vec<u8> = shards.into_iter().flat_map(|(_, s)| s).collect();
     out.truncate(size);
     out
-}
-
-/// SplitMix64: a tiny, seedable PRNG for reproducible randomized tests.
-pub struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
 }
 
 /// The seed for randomized tests: `TESSERA_TEST_SEED` if set, else fixed.

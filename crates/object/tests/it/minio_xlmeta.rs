@@ -20,30 +20,17 @@
 //! Compiled only with the `minio-interop` feature.
 #![cfg(feature = "minio-interop")]
 
-#[path = "support/minio.rs"]
-mod minio;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::data;
+use crate::support::minio;
+use crate::support::minio::Minio;
 use md5::{Digest, Md5};
-use minio::Minio;
 use object::bucketmeta::BucketMetadata;
 use object::xlmeta::{Journal, ObjectVersion, VersionType, XlMeta};
 
 const MIB: usize = 1 << 20;
 const KMS_KEY_NAME: &str = "tessera-kms";
-
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
-        .collect()
-}
 
 fn base64(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -4,11 +4,9 @@
 //!
 //! The seed is printed with any failure; rerun with `TESSERA_TEST_SEED=<n>`.
 
-mod common;
-
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
-use common::*;
+use crate::support::fixtures::*;
 use object::bucketmeta::BucketMetadata;
 use object::msgp::Writer;
 use object::xlmeta::{Journal, Version, VersionHeader, XlMeta};
@@ -53,24 +51,25 @@ fn fix_crc(buf: &mut [u8]) {
     }
 }
 
-fn mutate(rng: &mut SplitMix64, src: &[u8]) -> Vec<u8> {
+fn mutate(rng: &mut fastrand::Rng, src: &[u8]) -> Vec<u8> {
     let mut b = src.to_vec();
-    let edits = 1 + rng.below(4);
+    let edits = 1 + rng.usize(..4);
     for _ in 0..edits {
         if b.is_empty() {
             break;
         }
-        let at = rng.below(b.len());
-        match rng.below(6) {
-            0 => b[at] ^= 1 << rng.below(8),
-            1 => b[at] = rng.next_u64() as u8,
+        let at = rng.usize(..b.len());
+        match rng.usize(..6) {
+            0 => b[at] ^= 1 << rng.usize(..8),
+            1 => b[at] = rng.u8(..),
             2 => {
-                b[at] = [0x00, 0x7f, 0x80, 0xc0, 0xc6, 0xdc, 0xdd, 0xde, 0xdf, 0xff][rng.below(10)]
+                b[at] =
+                    [0x00, 0x7f, 0x80, 0xc0, 0xc6, 0xdc, 0xdd, 0xde, 0xdf, 0xff][rng.usize(..10)]
             }
             3 => {
                 b.remove(at);
             }
-            4 => b.insert(at, rng.next_u64() as u8),
+            4 => b.insert(at, rng.u8(..)),
             _ => {
                 // Overwrite a 4-byte run: hits lengths and counts.
                 for i in at..(at + 4).min(b.len()) {
@@ -85,7 +84,7 @@ fn mutate(rng: &mut SplitMix64, src: &[u8]) -> Vec<u8> {
 #[test]
 fn mutated_and_truncated_xl_meta_never_panics() {
     let seed = seed();
-    let mut rng = SplitMix64(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let fixtures = all_fixtures();
     let mut decoded_after_mutation = 0usize;
     for (label, bytes) in &fixtures {
@@ -116,7 +115,7 @@ fn mutated_and_truncated_xl_meta_never_panics() {
 #[test]
 fn mutated_version_bodies_and_headers_never_panic() {
     let seed = seed() ^ 0x5eed;
-    let mut rng = SplitMix64(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     for (label, bytes) in all_fixtures() {
         let j = Journal::decode(&bytes).unwrap();
         for e in &j.entries {
@@ -142,7 +141,7 @@ fn mutated_version_bodies_and_headers_never_panic() {
 #[test]
 fn mutated_bucket_metadata_never_panics() {
     let seed = seed() ^ 0xb0c4;
-    let mut rng = SplitMix64(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     for bucket in ["fix", "ver"] {
         let raw =
             std::fs::read(testdata().join(format!("extracted/{bucket}.metadata.bin"))).unwrap();

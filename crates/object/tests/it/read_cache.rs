@@ -7,15 +7,13 @@
 //! readers racing overwrites get whole versions, and so do readers while
 //! the limit moves (memory coming and going).
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::{data, dirs, get, put};
 use object::layer::{
     Chunk, ChunkSink, GetOptions, LayerOptions, ObjectLayer, PutOptions, Range, ReadCacheStats,
     VersionSel,
 };
-use support::{data, dirs, get, put};
 
 /// Bytes of one cached block on 2+2 with 1 MiB blocks (its two data
 /// shards).

@@ -21,18 +21,14 @@
 //! one fails the tests.
 #![cfg(feature = "minio-interop")]
 
-mod support;
-
-#[path = "support/minio.rs"]
-mod minio;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::support::data;
+use crate::support::minio;
+use crate::support::minio::{Minio, stat_summary};
 use md5::{Digest, Md5};
-use minio::{Minio, stat_summary};
 use object::layer::{GetOptions, LayerOptions, ObjectLayer, PutOptions, VersionSel};
-use support::data;
 
 const MIB: usize = 1 << 20;
 

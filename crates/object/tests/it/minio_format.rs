@@ -14,18 +14,17 @@
 //! for where the binaries come from).
 #![cfg(feature = "minio-interop")]
 
-#[path = "support/minio.rs"]
-mod minio;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::data;
+use crate::support::minio;
+use crate::support::minio::Minio;
 use drive::format::{FORMAT_FILE, META_VOLUME};
 use drive::{
     DrivePosition, FormatErasureV3, LocalDrive, LocalDriveConfig, build_formats, check_format,
     save_format, verify_format,
 };
 use md5::{Digest, Md5};
-use minio::Minio;
 use object::layer::{LayerOptions, ObjectLayer};
 use uuid::Uuid;
 
@@ -43,19 +42,6 @@ fn dirs(root: &Path, n: usize) -> Vec<PathBuf> {
 
 fn format_path(dir: &Path) -> PathBuf {
     dir.join(META_VOLUME).join(FORMAT_FILE)
-}
-
-/// Deterministic bytes.
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
-        .collect()
 }
 
 /// Position of the `i`-th endpoint: MinIO fills set 0 first, in endpoint

@@ -4,13 +4,11 @@
 //! offset, announced and unannounced sizes, shard writers failing in the
 //! middle of an object, and concurrent uploads sharing a small PUT queue.
 
-mod support;
-
 use std::path::PathBuf;
 
+use crate::support::{data, dirs, faulty_layer, faulty_layer_with, get, staging_leftovers};
 use md5::{Digest, Md5};
 use object::layer::{Error, LayerOptions, ObjectLayer, PutOptions};
-use support::{data, dirs, faulty_layer, faulty_layer_with, get, staging_leftovers};
 
 async fn put(
     l: &ObjectLayer,

@@ -8,12 +8,10 @@
 //! ahead), and once more with a sink that asks for pipes, which must hold
 //! exactly the bytes of their chunks.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::{data, dirs, put};
 use object::layer::{Chunk, ChunkSink, Error, GetOptions, LayerOptions, ObjectLayer};
-use support::{data, dirs, put};
 
 /// Shard data per record on 2+2 with 1 MiB blocks, and the record stride.
 const SHARD: u64 = 1 << 19;

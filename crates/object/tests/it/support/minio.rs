@@ -45,8 +45,8 @@ const MC_ATTEMPTS: u64 = 4;
 /// Errors of a server that is busy or not fully up yet (a subsystem "not
 /// initialized yet", or "please reduce your request rate"), worth another
 /// try. Also MinIO refusing mc's own signature: seen once, for `mc tag
-/// set`, during a full CI run on a loaded 2-core machine (2026-11-27), and
-/// not again in five runs of the same test alone. Both ends of that
+/// set`, during a full CI run on a loaded 2-core machine, and not again in
+/// five runs of the same test alone. Both ends of that
 /// request are the oracle (MinIO and mc), not Tessera, and every command
 /// retried here is idempotent.
 const TRANSIENT: &[&str] = &[

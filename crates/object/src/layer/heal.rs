@@ -1,0 +1,255 @@
+//! Healing at the layer: the queue of versions that reads found damaged,
+//! [`ObjectLayer::heal_object`], and the background scanner that checks
+//! every version at a bounded rate and drains the queue.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::*;
+
+/// An object version that a read found damaged: some drives of its set
+/// had no metadata, or missing, unreadable or corrupt shards. The healer
+/// (the scanner, or any consumer of [`ObjectLayer::next_heal_request`])
+/// should run [`ObjectLayer::heal_object`] on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealRequest {
+    /// Bucket.
+    pub bucket: String,
+    /// Key.
+    pub key: String,
+    /// The version read (`Null` for the null version).
+    pub version: Option<VersionSel>,
+    /// Set positions of the drives found bad.
+    pub bad_drives: Vec<usize>,
+}
+
+/// Length of the heal queue.
+pub(super) const HEAL_QUEUE: usize = 10_000;
+
+/// Options of the background scanner.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// Most object versions checked per second (`None`: as fast as the
+    /// drives allow). Bounds the scanner's share of the drives.
+    pub versions_per_sec: Option<u32>,
+    /// Pause between two full passes.
+    pub interval: Duration,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            versions_per_sec: Some(100),
+            interval: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What the scanner has done so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanProgress {
+    /// Full passes completed.
+    pub cycles: u64,
+    /// Object versions checked (in all passes, and from the heal queue).
+    pub checked: u64,
+    /// Object versions that needed and got healing.
+    pub healed: u64,
+    /// Versions whose check or heal failed.
+    pub errors: u64,
+    /// The bucket/key of the current pass's position.
+    pub position: Option<String>,
+}
+
+/// A running background scanner; stopped when dropped.
+#[derive(Debug)]
+pub struct ScannerHandle {
+    progress: Arc<Mutex<ScanProgress>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScannerHandle {
+    /// A snapshot of the scanner's progress.
+    pub fn progress(&self) -> ScanProgress {
+        self.progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for ScannerHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Paces work to at most `per_sec` items per second.
+struct Pacer {
+    per_sec: Option<u32>,
+    started: tokio::time::Instant,
+    done: u64,
+}
+
+impl Pacer {
+    fn new(per_sec: Option<u32>) -> Self {
+        Pacer {
+            per_sec: per_sec.filter(|r| *r > 0),
+            started: tokio::time::Instant::now(),
+            done: 0,
+        }
+    }
+
+    async fn tick(&mut self) {
+        self.done += 1;
+        if let Some(r) = self.per_sec {
+            let due = self.started + Duration::from_secs_f64(self.done as f64 / f64::from(r));
+            tokio::time::sleep_until(due).await;
+        }
+    }
+}
+
+impl ObjectLayer {
+    /// Queues a heal of `info`'s version on `bad_drives`, if there are any.
+    /// Best effort: a full queue is caught up by the next full pass.
+    pub(super) fn queue_heal(&self, info: &ObjectInfo, bad_drives: Vec<usize>) {
+        if !bad_drives.is_empty() {
+            let _ = self.heal_tx.try_send(HealRequest {
+                bucket: info.bucket.clone(),
+                key: info.key.clone(),
+                version: Some(info.version_id.map_or(VersionSel::Null, VersionSel::Id)),
+                bad_drives,
+            });
+        }
+    }
+
+    /// Objects waiting in the heal queue.
+    pub fn heal_queue_len(&self) -> usize {
+        HEAL_QUEUE - self.heal_tx.capacity()
+    }
+
+    /// The next object version queued for healing by a read that met
+    /// damage, waiting for one. The queue is shared: the scanner started
+    /// by [`spawn_scanner`](Self::spawn_scanner) takes from it too.
+    pub async fn next_heal_request(&self) -> HealRequest {
+        let mut rx = self.heal_rx.lock().await;
+        match rx.recv().await {
+            Some(r) => r,
+            // The layer holds a sender, so the queue never closes.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The next queued heal request, if one is waiting now.
+    pub fn try_next_heal_request(&self) -> Option<HealRequest> {
+        self.heal_rx.try_lock().ok()?.try_recv().ok()
+    }
+
+    /// Heals one object version: rewrites missing or corrupt shards and
+    /// metadata on the drives that need it.
+    pub async fn heal_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+    ) -> Result<HealResult> {
+        names::check_key(key)?;
+        let _g = self
+            .locker
+            .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
+            .await?;
+        let pool = self.pool_for_read(bucket, key, version).await?;
+        self.set_in(pool, key).heal(bucket, key, version).await
+    }
+
+    /// Checks (and heals where needed) every version of every object once,
+    /// at most `opts.versions_per_sec`, updating `progress` as it goes.
+    pub async fn scan_once(
+        &self,
+        opts: &ScanOptions,
+        progress: &Mutex<ScanProgress>,
+    ) -> Result<()> {
+        let mut pacer = Pacer::new(opts.versions_per_sec);
+        let update = |f: &dyn Fn(&mut ScanProgress)| {
+            f(&mut progress.lock().unwrap_or_else(|p| p.into_inner()));
+        };
+        for bucket in self.list_buckets().await? {
+            let mut marker: Option<String> = None;
+            let mut vmarker: Option<String> = None;
+            loop {
+                let page = self
+                    .list_object_versions(
+                        &bucket.name,
+                        &ListOptions {
+                            marker: marker.clone(),
+                            max_keys: 1000,
+                            ..Default::default()
+                        },
+                        vmarker.as_deref(),
+                    )
+                    .await?;
+                for v in &page.versions {
+                    let sel = v.version_id.map_or(VersionSel::Null, VersionSel::Id);
+                    let r = self.heal_object(&bucket.name, &v.key, Some(sel)).await;
+                    update(&|p| {
+                        p.checked += 1;
+                        p.position = Some(format!("{}/{}", bucket.name, v.key));
+                        match &r {
+                            Ok(h) if !h.healed_drives.is_empty() => p.healed += 1,
+                            Ok(_) => {}
+                            Err(_) => p.errors += 1,
+                        }
+                    });
+                    pacer.tick().await;
+                }
+                if !page.is_truncated {
+                    break;
+                }
+                marker = page.next_key_marker;
+                vmarker = page.next_version_marker;
+            }
+        }
+        update(&|p| {
+            p.cycles += 1;
+            p.position = None;
+        });
+        Ok(())
+    }
+
+    /// Starts the background scanner: a full pass every `opts.interval`,
+    /// and in between the objects queued for healing by reads that met a
+    /// missing or corrupt shard.
+    pub fn spawn_scanner(self: &Arc<Self>, opts: ScanOptions) -> ScannerHandle {
+        let progress = Arc::new(Mutex::new(ScanProgress::default()));
+        let (layer, prog) = (self.clone(), progress.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                if let Err(e) = layer.scan_once(&opts, &prog).await {
+                    tracing::warn!("scanner pass: {e}");
+                }
+                let deadline = tokio::time::Instant::now() + opts.interval;
+                let mut pacer = Pacer::new(opts.versions_per_sec);
+                loop {
+                    let next = tokio::select! {
+                        item = layer.next_heal_request() => Some(item),
+                        _ = tokio::time::sleep_until(deadline) => None,
+                    };
+                    let Some(req) = next else {
+                        break;
+                    };
+                    let r = layer.heal_object(&req.bucket, &req.key, req.version).await;
+                    {
+                        let mut p = prog.lock().unwrap_or_else(|p| p.into_inner());
+                        p.checked += 1;
+                        match r {
+                            Ok(h) if !h.healed_drives.is_empty() => p.healed += 1,
+                            Ok(_) => {}
+                            Err(_) => p.errors += 1,
+                        }
+                    }
+                    pacer.tick().await;
+                }
+            }
+        });
+        ScannerHandle { progress, task }
+    }
+}

@@ -1,0 +1,39 @@
+//! The object crate's integration tests, in one binary (one link instead of
+//! one per file), a module per subject:
+//!
+//! * `round_trips`, `inline`, `versioning`, `buckets`, `multipart`,
+//!   `listing`: the S3 operations end to end on real directories;
+//! * `damage`, `commit`, `durability`: drives lost, bitrot, heal, failed
+//!   commits, a crashed writer and a hung drive;
+//! * `locks`, `deployments`: concurrency, pools, storage classes and the
+//!   drive backends;
+//! * `put_stream`, `get_pipeline`, `read_cache`: the PUT and GET data paths
+//!   and the read cache;
+//! * `fuzz`, `minio_fixtures`: the codecs against damaged input and files
+//!   MinIO wrote;
+//! * `minio_format`, `minio_interop`, `minio_xlmeta` (feature
+//!   `minio-interop`): the real MinIO as the oracle.
+//!
+//! `support` holds what they share.
+
+mod support;
+
+mod buckets;
+mod commit;
+mod damage;
+mod deployments;
+mod durability;
+mod fuzz;
+mod get_pipeline;
+mod inline;
+mod listing;
+mod locks;
+mod minio_fixtures;
+mod minio_format;
+mod minio_interop;
+mod minio_xlmeta;
+mod multipart;
+mod put_stream;
+mod read_cache;
+mod round_trips;
+mod versioning;
