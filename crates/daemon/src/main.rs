@@ -13,6 +13,7 @@ mod cli;
 mod config;
 mod fdlimit;
 mod health;
+mod kernels;
 mod memory;
 mod metrics;
 mod server;
@@ -115,38 +116,6 @@ fn token_main(args: &TokenArgs) -> Result<ExitCode, ConfigError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The kernels CPU detection and the start-up self-tests chose (erasure
-/// coding, HighwayHash, MD5), and a warning for any kernel the CPU runs but
-/// that failed its self-test (never used: the build or the CPU is suspect).
-fn log_kernels() {
-    let ec = ec_simd::Kernel::self_test_report();
-    let ec_failed: Vec<String> = ec
-        .iter()
-        .filter(|r| matches!(r.status, ec_simd::KernelStatus::Failed(_)))
-        .map(|r| format!("{}: {}", r.name, r.status))
-        .collect();
-    tracing::info!(
-        erasure = ec_simd::Kernel::detect().name(),
-        highwayhash = bitrot::Kernel::detect().name(),
-        md5 = md5x::Kernel::detect().name(),
-        "kernels selected after CPU detection and self-tests"
-    );
-    if !ec_failed.is_empty() {
-        tracing::warn!(
-            "erasure-coding kernels failed their self-test: {}",
-            ec_failed.join("; ")
-        );
-    }
-    let hh = bitrot::Kernel::detection_report();
-    if hh.any_self_test_failed() {
-        tracing::warn!("{hh}");
-    }
-    let md5 = md5x::Kernel::detection_report();
-    if md5.any_self_test_failed() {
-        tracing::warn!("{md5}");
-    }
-}
-
 async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, ConfigError> {
     let (notifier, warning) = Notifier::from_env(env.raw(cli::NOTIFY_SOCKET.name));
     if let Some(w) = warning {
@@ -156,7 +125,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         tracing::debug!("notifying systemd through NOTIFY_SOCKET");
     }
     notifier.status("starting");
-    log_kernels();
+    kernels::log_kernels();
 
     let tls = match tls::setup(cfg.certs_dir.as_deref(), cfg.certs_dir_explicit) {
         Ok(TlsSetup::Disabled) => None,
@@ -213,7 +182,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     let assumed = available.unwrap_or(4 << 30);
     let read_cache = match cfg.read_cache {
         Some(bytes) => bytes,
-        None => config::read_cache_for(assumed),
+        None => memory::read_cache_for(assumed),
     };
     tracing::info!(
         read_cache_mib = read_cache >> 20,
@@ -246,7 +215,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     let max_requests = match cfg.requests_max {
         Some(n) => n,
         None => {
-            let n = config::requests_max_for(assumed);
+            let n = memory::requests_max_for(assumed);
             tracing::info!(
                 available_mib = available.map(|a| a >> 20),
                 max_requests = n,

@@ -1,6 +1,7 @@
 //! The memory left to the server: read once at start to size the defaults
-//! (the read cache, the requests served at once), then every second to keep
-//! the read cache out of the way when memory runs short.
+//! (the read cache, the requests served at once; the sizing rules are
+//! here), then every second to keep the read cache out of the way when
+//! memory runs short.
 //!
 //! "Available" is the least of the machine's `MemAvailable` and, for each
 //! memory cgroup with a limit that the process is in, that limit less what
@@ -141,6 +142,35 @@ fn available_from(meminfo: Option<&str>, cgroups: &[Cgroup]) -> Option<u64> {
     }
 }
 
+/// Memory one S3 request may hold, for the default bound on concurrent
+/// requests: the erasure block a streamed upload reads into (about 1 MiB
+/// for any set), or a GET's read-ahead of three blocks, its 512 KiB of
+/// queued response frames and up to 2 MiB in hyper's write buffer (a
+/// plain-TCP HTTP/1.1 connection's). A GET served from the read cache
+/// holds up to 6 MiB of cached blocks queued (4 MiB, and hyper's 2):
+/// memory the cache counts, unless it drops those blocks meanwhile.
+pub const MEMORY_PER_REQUEST: u64 = 6 << 20;
+/// The most requests the bound allows, however much memory there is.
+pub const MAX_REQUESTS_CAP: usize = 1 << 16;
+/// The default bound on concurrent S3 requests for `available` bytes of
+/// memory: three quarters of it at [`MEMORY_PER_REQUEST`] each, at least
+/// 32 and at most [`MAX_REQUESTS_CAP`].
+pub fn requests_max_for(available: u64) -> usize {
+    let n = available / 4 * 3 / MEMORY_PER_REQUEST;
+    usize::try_from(n)
+        .unwrap_or(MAX_REQUESTS_CAP)
+        .clamp(32, MAX_REQUESTS_CAP)
+}
+
+/// The default read cache for `available` bytes of memory: a sixteenth of
+/// it, at most [`READ_CACHE_CAP`].
+pub fn read_cache_for(available: u64) -> u64 {
+    (available / 16).min(READ_CACHE_CAP)
+}
+
+/// The largest default read cache.
+pub const READ_CACHE_CAP: u64 = 1 << 30;
+
 /// The memory the read cache leaves available to everything else: its
 /// budget, at most this.
 pub const RESERVE_MAX: u64 = 1 << 30;
@@ -240,6 +270,21 @@ pub async fn watch_read_cache(layer: std::sync::Arc<ObjectLayer>, read: impl Fn(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_bound_from_memory() {
+        assert_eq!(requests_max_for(0), 32);
+        assert_eq!(requests_max_for(1 << 30), 128);
+        assert_eq!(requests_max_for(24 << 30), 3072);
+        assert_eq!(requests_max_for(u64::MAX), MAX_REQUESTS_CAP);
+    }
+
+    #[test]
+    fn read_cache_from_memory() {
+        assert_eq!(read_cache_for(24 << 30), READ_CACHE_CAP);
+        assert_eq!(read_cache_for(2 << 30), 128 << 20);
+        assert_eq!(read_cache_for(0), 0);
+    }
 
     #[test]
     fn available_from_meminfo_and_cgroup() {
@@ -438,14 +483,20 @@ mod tests {
         let wait_for = |bytes: u64, limit: u64| {
             let l = l.clone();
             async move {
-                for _ in 0..100 {
+                // Generous: the watch ticks every second, on a machine
+                // that may be busy with other work.
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+                loop {
                     let s = l.read_cache_stats().unwrap();
                     if (s.bytes, s.limit) == (bytes, limit) {
                         return;
                     }
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "cache never reached {bytes} bytes under a limit of {limit}"
+                    );
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                panic!("cache never reached {bytes} bytes under a limit of {limit}");
             }
         };
         wait_for(2 << 20, 8 << 20).await;

@@ -4,7 +4,8 @@
 //! (`accessKey`, else `sub`), with `exp` (and `nbf`, `iat` if present)
 //! checked against the clock.
 
-use ring::hmac;
+use base64::Engine as _;
+use hmac::{KeyInit, Mac};
 use serde_json::Value;
 
 /// Why a token was refused.
@@ -53,9 +54,9 @@ pub fn verify(
     )
     .map_err(|_| TokenError::Malformed("header is not JSON"))?;
     let alg = match header.get("alg").and_then(Value::as_str) {
-        Some("HS256") => hmac::HMAC_SHA256,
-        Some("HS384") => hmac::HMAC_SHA384,
-        Some("HS512") => hmac::HMAC_SHA512,
+        Some("HS256") => Alg::Hs256,
+        Some("HS384") => Alg::Hs384,
+        Some("HS512") => Alg::Hs512,
         _ => return Err(TokenError::Malformed("alg is not HS256, HS384 or HS512")),
     };
     let claims: Value = serde_json::from_slice(
@@ -70,9 +71,10 @@ pub fn verify(
         .to_owned();
     let sig = b64url_decode(s).ok_or(TokenError::Malformed("signature is not base64url"))?;
     let secret = secret_of(&access).ok_or(TokenError::UnknownAccessKey)?;
-    let key = hmac::Key::new(alg, secret.as_bytes());
     let signed = &token[..h.len() + 1 + c.len()];
-    hmac::verify(&key, signed.as_bytes(), &sig).map_err(|_| TokenError::BadSignature)?;
+    if !alg.verify(secret.as_bytes(), signed.as_bytes(), &sig) {
+        return Err(TokenError::BadSignature);
+    }
     let num = |name: &str| claims.get(name).and_then(Value::as_f64);
     if let Some(exp) = num("exp")
         && (now as f64) >= exp
@@ -103,58 +105,71 @@ pub fn generate(access: &str, secret: &str, exp: i64) -> String {
     });
     let claims = b64url_encode(claims.to_string().as_bytes());
     let signed = format!("{header}.{claims}");
-    let key = hmac::Key::new(hmac::HMAC_SHA512, secret.as_bytes());
-    let sig = hmac::sign(&key, signed.as_bytes());
-    format!("{signed}.{}", b64url_encode(sig.as_ref()))
+    let sig = Alg::Hs512.sign(secret.as_bytes(), signed.as_bytes());
+    format!("{signed}.{}", b64url_encode(&sig))
 }
 
-const B64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+/// The JWT HMACs.
+#[derive(Clone, Copy)]
+enum Alg {
+    Hs256,
+    Hs384,
+    Hs512,
+}
 
-fn b64url_encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(B64URL[((n >> (18 - 6 * i)) & 63) as usize] as char);
+impl Alg {
+    fn mac<M: Mac + KeyInit>(key: &[u8], data: &[u8]) -> M {
+        // HMAC takes keys of any length: this cannot fail.
+        let mut mac = <M as KeyInit>::new_from_slice(key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        mac.update(data);
+        mac
+    }
+
+    /// The tag of `data` under `key`.
+    fn sign(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+        fn tag<M: Mac + KeyInit>(key: &[u8], data: &[u8]) -> Vec<u8> {
+            Alg::mac::<M>(key, data).finalize().into_bytes().to_vec()
+        }
+        match self {
+            Alg::Hs256 => tag::<hmac::Hmac<sha2::Sha256>>(key, data),
+            Alg::Hs384 => tag::<hmac::Hmac<sha2::Sha384>>(key, data),
+            Alg::Hs512 => tag::<hmac::Hmac<sha2::Sha512>>(key, data),
         }
     }
-    out
+
+    /// Whether `tag` is the tag of `data` under `key` (compared in constant
+    /// time).
+    fn verify(self, key: &[u8], data: &[u8], tag: &[u8]) -> bool {
+        fn check<M: Mac + KeyInit>(key: &[u8], data: &[u8], tag: &[u8]) -> bool {
+            Alg::mac::<M>(key, data).verify_slice(tag).is_ok()
+        }
+        match self {
+            Alg::Hs256 => check::<hmac::Hmac<sha2::Sha256>>(key, data, tag),
+            Alg::Hs384 => check::<hmac::Hmac<sha2::Sha384>>(key, data, tag),
+            Alg::Hs512 => check::<hmac::Hmac<sha2::Sha512>>(key, data, tag),
+        }
+    }
+}
+
+/// JWT's base64url: no padding written; bits after the last byte may be
+/// set.
+const B64URL: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireNone)
+        .with_decode_allow_trailing_bits(true),
+);
+
+fn b64url_encode(data: &[u8]) -> String {
+    B64URL.encode(data)
 }
 
 /// Decodes unpadded base64url (trailing `=` tolerated); `None` on any other
 /// character or an impossible length.
 fn b64url_decode(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim_end_matches('=');
-    if s.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
+    B64URL.decode(s.trim_end_matches('=')).ok()
 }
 
 #[cfg(test)]
@@ -174,6 +189,40 @@ mod tests {
         assert_eq!(b64url_encode(b"hello?>"), "aGVsbG8_Pg");
         assert!(b64url_decode("a").is_none());
         assert!(b64url_decode("ab+c").is_none());
+        assert!(b64url_decode("aGVs bG8").is_none());
+        // Padding of any length is tolerated, and so are set bits after
+        // the last byte.
+        assert_eq!(b64url_decode("aGVsbG8_Pg==").unwrap(), b"hello?>");
+        assert_eq!(b64url_decode("aGVsbG8_Pg=====").unwrap(), b"hello?>");
+        assert_eq!(b64url_decode("aGVsbG8_Ph").unwrap(), b"hello?>");
+    }
+
+    /// RFC 4231 test case 2, for each of the three JWT algorithms.
+    #[test]
+    fn hmacs_match_rfc_4231() {
+        let (key, data) = (b"Jefe", b"what do ya want for nothing?");
+        for (alg, tag) in [
+            (
+                Alg::Hs256,
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+            ),
+            (
+                Alg::Hs384,
+                "af45d2e376484031617f78d2b58a6b1b9c7ef464f5a01b47e42ec373\
+                 6322445e8e2240ca5e69e2c78b3239ecfab21649",
+            ),
+            (
+                Alg::Hs512,
+                "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea250554\
+                 9758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737",
+            ),
+        ] {
+            assert_eq!(hex::encode(alg.sign(key, data)), tag);
+            let tag = hex::decode(tag).unwrap();
+            assert!(alg.verify(key, data, &tag));
+            assert!(!alg.verify(key, data, &tag[1..]));
+            assert!(!alg.verify(b"Jeff", data, &tag));
+        }
     }
 
     #[test]
@@ -215,8 +264,7 @@ mod tests {
         let header = b64url_encode(br#"{"alg":"HS256","typ":"JWT"}"#);
         let claims = b64url_encode(br#"{"accessKey":"admin","exp":2000000000,"sub":"x"}"#);
         let signed = format!("{header}.{claims}");
-        let key = hmac::Key::new(hmac::HMAC_SHA256, b"secret-key-123");
-        let sig = b64url_encode(hmac::sign(&key, signed.as_bytes()).as_ref());
+        let sig = b64url_encode(&Alg::Hs256.sign(b"secret-key-123", signed.as_bytes()));
         let t = format!("{signed}.{sig}");
         assert_eq!(verify(&t, 1_700_000_000, secrets).unwrap(), "admin");
         let none = format!("{}.{claims}.", b64url_encode(br#"{"alg":"none"}"#));

@@ -2,15 +2,14 @@
 //! error (or a closed connection), nothing stored changes, and the server
 //! answers normally afterwards.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
-use common::{Server, code, data, status};
+
+use crate::support::{Server, code, data, metric_value, parse_response, raw, status, wait_until};
 
 fn presign_cfg() -> PresigningConfig {
     PresigningConfig::expires_in(Duration::from_secs(600)).unwrap()
@@ -315,26 +314,10 @@ async fn limits_on_parts_and_sizes() {
 }
 
 /// A metric's value in the public Prometheus text.
-fn metric(srv: &Server, name: &str) -> f64 {
-    let r =
-        srv.raw(b"GET /minio/v2/metrics/cluster HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+fn metric(srv: &Server, name: &str) -> u64 {
+    let r = srv.get("/minio/v2/metrics/cluster", &[]);
     assert_eq!(r.status, 200);
-    r.text()
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in the metrics"))
-}
-
-/// Polls until `cond` holds (at most 20 s).
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let t = std::time::Instant::now();
-    while !cond() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "timed out waiting: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    metric_value(&r.text(), name).unwrap_or_else(|| panic!("no {name} in the metrics"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -348,7 +331,7 @@ async fn requests_beyond_the_bound_wait_then_slow_down() {
         ],
     );
     setup(&srv, "admit").await;
-    assert_eq!(metric(&srv, "tessera_s3_requests_limit"), 2.0);
+    assert_eq!(metric(&srv, "tessera_s3_requests_limit"), 2);
 
     // Two uploads whose clients send the head and a little of the body,
     // then stall: each holds a slot while the server waits for its body.
@@ -363,7 +346,7 @@ async fn requests_beyond_the_bound_wait_then_slow_down() {
     let (first, _) = slow("slow-1");
     let (mut second, second_rest) = slow("slow-2");
     wait_until("two requests holding slots", || {
-        metric(&srv, "tessera_s3_requests_active") == 2.0
+        metric(&srv, "tessera_s3_requests_active") == 2
     });
 
     // A third waits for the deadline, then gets 503 SlowDown; health and
@@ -382,16 +365,16 @@ async fn requests_beyond_the_bound_wait_then_slow_down() {
         waited >= Duration::from_millis(2900),
         "refused after {waited:?}"
     );
-    assert_eq!(metric(&srv, "tessera_s3_requests_refused_total"), 1.0);
+    assert_eq!(metric(&srv, "tessera_s3_requests_refused_total"), 1);
     let live = srv.raw(b"GET /minio/health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     assert_eq!(live.status, 200);
 
     // A request that finds a slot within the deadline is served: the first
     // upload's client goes away, which ends that request and frees its slot.
     let addr = srv.addr.clone();
-    let waiter = std::thread::spawn(move || common::raw(&addr, &list));
+    let waiter = std::thread::spawn(move || raw(&addr, &list));
     wait_until("one request waiting", || {
-        metric(&srv, "tessera_s3_requests_waiting") == 1.0
+        metric(&srv, "tessera_s3_requests_waiting") == 1
     });
     first.shutdown(Shutdown::Both).unwrap();
     drop(first);
@@ -404,7 +387,7 @@ async fn requests_beyond_the_bound_wait_then_slow_down() {
     second.write_all(&second_rest).unwrap();
     let mut resp = Vec::new();
     second.read_to_end(&mut resp).unwrap();
-    assert_eq!(common::parse_response(&resp).status, 200);
+    assert_eq!(parse_response(&resp).status, 200);
     let c = srv.client();
     let got = c
         .get_object()
@@ -425,10 +408,10 @@ async fn requests_beyond_the_bound_wait_then_slow_down() {
         .await
         .unwrap_err();
     assert_eq!(status(&e), 404);
-    assert_eq!(metric(&srv, "tessera_s3_requests_waiting"), 0.0);
+    assert_eq!(metric(&srv, "tessera_s3_requests_waiting"), 0);
     still_serves(&mut srv, "admit").await;
     // Every slot comes back once the responses are sent.
     wait_until("no slot held", || {
-        metric(&srv, "tessera_s3_requests_active") == 0.0
+        metric(&srv, "tessera_s3_requests_active") == 0
     });
 }

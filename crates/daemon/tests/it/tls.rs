@@ -1,13 +1,10 @@
 //! HTTPS from a MinIO-style certificates directory: HTTP/2 and HTTP/1.1 by
 //! ALPN, and certificates replaced on SIGHUP without dropping connections.
 
-mod daemon_support;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use daemon_support::{Daemon, PATIENCE, run, tessera};
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
@@ -16,6 +13,8 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
+
+use crate::support::{Daemon, PATIENCE, run, tessera};
 
 struct Pair {
     cert_pem: String,

@@ -2,15 +2,14 @@
 //! STOPPING=1 at SIGTERM once the listeners are closed, a request in flight
 //! finishes, and the process exits 0.
 
-mod daemon_support;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
 use aws_sdk_s3::presigning::PresigningConfig;
-use daemon_support::{
+
+use crate::support::{
     Daemon, PATIENCE, clean_command, drive_dirs, get_bytes, parse_response, tessera,
 };
 

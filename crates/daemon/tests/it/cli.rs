@@ -1,8 +1,6 @@
 //! The command line, the environment and the first start of `tessera`.
 
-mod daemon_support;
-
-use daemon_support::{Daemon, run, tessera};
+use crate::support::{Daemon, run, tessera};
 
 /// Every variable the operations guide documents.
 const VARIABLES: &[&str] = &[

@@ -1,18 +1,17 @@
-//! Support for the daemon tests: the real `tessera` binary started with a
-//! clean environment (no variable of the developer's leaks in), its stdout
-//! collected, a raw HTTP/1.1 client, signals, and an S3 client.
+//! The real `tessera` binary as the tests run it: started with a clean
+//! environment (no variable of the developer's leaks in), its stdout
+//! collected, signalled, waited for.
 
-#![allow(dead_code)]
-
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::Client;
-use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
+
+use super::http::{RawResponse, raw};
+use super::s3::s3_client;
 
 /// How long anything may take before a test gives up (generous: the CI
 /// machine is small and shared; no assertion depends on it being short).
@@ -176,6 +175,18 @@ impl Daemon {
         raw(&self.addr, req.as_bytes())
     }
 
+    /// Sends raw bytes as one HTTP/1.1 request (the caller includes
+    /// `Connection: close`) and reads the whole response.
+    pub fn raw(&self, request: &[u8]) -> RawResponse {
+        raw(&self.addr, request)
+    }
+
+    /// Whether the server process is still running.
+    pub fn alive(&mut self) -> bool {
+        let child = self.child.as_mut().expect("running");
+        matches!(child.try_wait(), Ok(None))
+    }
+
     /// An S3 client for this server (plain HTTP).
     pub fn s3(&self, access: &str, secret: &str) -> Client {
         s3_client(&self.endpoint, access, secret)
@@ -210,132 +221,16 @@ impl Drop for Daemon {
     }
 }
 
-/// The whole body of `bucket/key`, through `s3`; panics on any error.
-pub async fn get_bytes(s3: &Client, bucket: &str, key: &str) -> Vec<u8> {
-    s3.get_object()
-        .bucket(bucket)
-        .key(key)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("GET {bucket}/{key}: {e:?}"))
-        .body
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("GET {bucket}/{key} body: {e}"))
-        .to_vec()
-}
-
-/// The value of the sample line starting with `name ` (a metric without
-/// labels, or `name{labels} `) in a Prometheus exposition.
-pub fn metric_value(exposition: &str, name: &str) -> Option<u64> {
-    exposition
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-}
-
-/// An aws-sdk-s3 client (path style, rustls with ring).
-pub fn s3_client(endpoint: &str, access: &str, secret: &str) -> Client {
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .endpoint_url(endpoint)
-        .force_path_style(true)
-        .credentials_provider(Credentials::new(access, secret, None, None, "test"))
-        .http_client(
-            aws_smithy_http_client::Builder::new()
-                .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
-                    aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
-                ))
-                .build_https(),
-        )
-        .build();
-    Client::from_conf(conf)
-}
-
-/// A parsed HTTP/1.1 response.
-#[derive(Debug)]
-pub struct RawResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl RawResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-/// Sends `request` on a new connection and reads the response to EOF.
-pub fn raw(addr: &str, request: &[u8]) -> RawResponse {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(PATIENCE)).unwrap();
-    s.write_all(request).expect("send");
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).expect("read response");
-    parse_response(&buf)
-}
-
-/// Parses one response (Content-Length or chunked body, or to EOF).
-pub fn parse_response(buf: &[u8]) -> RawResponse {
-    let end = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(buf)));
-    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status: u16 = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("status line");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let rest = &buf[end + 4..];
-    let chunked = headers.iter().any(|(n, v)| {
-        n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-    });
-    let body = if chunked {
-        let mut out = Vec::new();
-        let mut r = rest;
-        while let Some(p) = r.windows(2).position(|w| w == b"\r\n") {
-            let size = usize::from_str_radix(
-                String::from_utf8_lossy(&r[..p])
-                    .split(';')
-                    .next()
-                    .unwrap()
-                    .trim(),
-                16,
-            )
-            .expect("chunk size");
-            if size == 0 {
-                break;
-            }
-            out.extend_from_slice(&r[p + 2..p + 2 + size]);
-            r = &r[p + 2 + size + 2..];
-        }
-        out
-    } else {
-        rest.to_vec()
-    };
-    RawResponse {
-        status,
-        headers,
-        body,
-    }
-}
-
 /// `n` fresh drive directories under `dir`.
 pub fn drive_dirs(dir: &Path, n: usize) -> Vec<PathBuf> {
     (1..=n).map(|i| dir.join(format!("d{i}"))).collect()
+}
+
+/// Polls until `cond` holds; panics after [`PATIENCE`].
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -1,8 +1,6 @@
 //! Health endpoints and Prometheus metrics of a running `tessera server`.
 
-mod daemon_support;
-
-use daemon_support::{Daemon, drive_dirs, get_bytes, metric_value, run, tessera};
+use crate::support::{Daemon, drive_dirs, get_bytes, metric_value, run, tessera};
 
 const USER: &str = "metrics-admin";
 const PASSWORD: &str = "metrics-secret";

@@ -1,0 +1,129 @@
+//! Which directories to open: the endpoints parsed and laid out in pools
+//! and erasure sets through `placement`, only drives of this machine.
+
+use std::path::{Path, PathBuf};
+
+use placement::{DeploymentStyle, Endpoint, ParseOptions, StorageClass};
+
+use super::address::{DEFAULT_PORT, LocalHost};
+use super::{ConfigError, err};
+
+/// The pools of drives to open.
+#[derive(Debug, Clone)]
+pub struct Drives {
+    /// One list of directories per pool, in endpoint order.
+    pub pools: Vec<Vec<PathBuf>>,
+    /// The argument(s) of each pool, as written.
+    pub pool_args: Vec<String>,
+    /// Drives per erasure set to ask the object layer for (`None`: its own
+    /// choice, which equals MinIO's for these pools).
+    pub set_drive_count: Option<usize>,
+    /// Drives per set of each pool (for the banner).
+    pub set_sizes: Vec<usize>,
+    /// Whether the endpoints were written as https URLs.
+    pub https_urls: bool,
+}
+
+/// Parses, checks and lays out the endpoints: only drives of this machine.
+pub fn drives(
+    args: &[String],
+    listen_port: u16,
+    cwd: &Path,
+    set_drive_count: Option<usize>,
+    standard: Option<StorageClass>,
+    rrs: Option<StorageClass>,
+    local: &LocalHost,
+) -> Result<Drives, ConfigError> {
+    let options = ParseOptions {
+        working_dir: cwd.to_str().map(str::to_owned),
+        default_port: Some(listen_port),
+        orchestrated: false,
+    };
+    if options.working_dir.is_none() {
+        return err(format!(
+            "the working directory {} is not valid UTF-8",
+            cwd.display()
+        ));
+    }
+    let topology = placement::parse_endpoints_with(args, &options)
+        .map_err(|e| ConfigError(format!("invalid endpoints: {e}")))?;
+    let all: Vec<&Endpoint> = topology
+        .pools()
+        .iter()
+        .flat_map(|p| p.drives().iter())
+        .collect();
+    let is_local = |e: &Endpoint| {
+        e.host().is_some_and(|h| local.is_local(h))
+            && e.port().or(Some(DEFAULT_PORT)) == Some(listen_port)
+    };
+    if let Some(remote) = all.iter().find(|e| e.is_url() && !is_local(e)) {
+        let which = if remote.host().is_some_and(|h| local.is_local(h)) {
+            format!(
+                "its port {} is not this server's port {listen_port}",
+                remote.port().unwrap_or(DEFAULT_PORT)
+            )
+        } else {
+            format!("{} is not this machine", remote.host().unwrap_or(""))
+        };
+        return err(format!(
+            "endpoint {remote}: {which}. Multi-node deployments are not supported yet: \
+             give this node's drives only (local paths, or URLs naming this host and port)"
+        ));
+    }
+    topology
+        .check_local(is_local)
+        .map_err(|e| ConfigError(format!("invalid endpoints: {e}")))?;
+    let layout = topology
+        .layout(set_drive_count)
+        .map_err(|e| ConfigError(format!("invalid endpoints: {e}")))?;
+    layout
+        .storage_class_config(standard, rrs)
+        .map_err(|e| ConfigError(format!("storage class: {e}")))?;
+
+    let set_sizes: Vec<usize> = layout.pools().iter().map(|p| p.set_drive_count()).collect();
+    let pools: Vec<Vec<PathBuf>> = topology
+        .pools()
+        .iter()
+        .map(|p| p.drives().iter().map(|d| PathBuf::from(d.path())).collect())
+        .collect();
+    // The object layer takes one set size for every fresh pool; without
+    // one it picks MinIO's choice for a pool written without ellipses.
+    let layer_choice = |n: usize| {
+        if n == 1 {
+            Some(1)
+        } else {
+            placement::choose_set_drive_count(n, None, None).ok()
+        }
+    };
+    let set_drive_count = if set_sizes.windows(2).all(|w| w[0] == w[1]) {
+        set_sizes.first().copied()
+    } else if pools
+        .iter()
+        .zip(&set_sizes)
+        .all(|(p, &s)| layer_choice(p.len()) == Some(s))
+    {
+        None
+    } else {
+        return err(format!(
+            "the pools need different erasure set sizes ({set_sizes:?}) that the object layer \
+             cannot yet be given; set TESSERA_ERASURE_SET_DRIVE_COUNT to a size that divides \
+             every pool"
+        ));
+    };
+    if topology.style() == DeploymentStyle::SingleDrive && pools[0].len() != 1 {
+        return err("a single-drive deployment has exactly one drive");
+    }
+    Ok(Drives {
+        pools,
+        pool_args: topology
+            .pools()
+            .iter()
+            .map(|p| p.cmdline().to_owned())
+            .collect(),
+        set_drive_count,
+        set_sizes,
+        https_urls: all
+            .iter()
+            .any(|e| e.scheme() == Some(placement::Scheme::Https)),
+    })
+}

@@ -1,0 +1,277 @@
+//! The configuration as `tessera server` resolves it from arguments and an
+//! environment: credentials and their aliases, endpoints and layout, and
+//! every setting's accepted and refused spellings.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::*;
+
+fn args(endpoints: &[&str]) -> ServerArgs {
+    ServerArgs {
+        address: None,
+        console_address: None,
+        certs_dir: None,
+        quiet: false,
+        anonymous: false,
+        json: false,
+        endpoints: endpoints.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+fn resolve(endpoints: &[&str], env: &[(&str, &str)]) -> Result<ServerConfig, ConfigError> {
+    ServerConfig::resolve(
+        &args(endpoints),
+        &Env::from_pairs(env.iter().copied()),
+        Path::new("/srv"),
+        &LocalHost::named("node1"),
+    )
+}
+
+#[test]
+fn credentials_and_aliases() {
+    let c = resolve(&["/d"], &[]).unwrap().credentials;
+    assert!(c.is_default());
+    assert_eq!(c.source, CredentialSource::Default);
+    let c = resolve(
+        &["/d"],
+        &[
+            ("MINIO_ROOT_USER", "minio-user"),
+            ("MINIO_ROOT_PASSWORD", "minio-secret"),
+            ("TESSERA_ROOT_USER", "tessera-user"),
+        ],
+    )
+    .unwrap()
+    .credentials;
+    assert_eq!(c.user, "tessera-user");
+    assert_eq!(c.password, "minio-secret");
+    let short = resolve(
+        &["/d"],
+        &[("MINIO_ROOT_USER", "abc"), ("MINIO_ROOT_PASSWORD", "short")],
+    )
+    .unwrap_err();
+    assert!(short.0.contains("at least 8"), "{short}");
+    assert!(resolve(&["/d"], &[("TESSERA_ROOT_USER", "abcd")]).is_err());
+    assert!(
+        resolve(
+            &["/d"],
+            &[
+                ("TESSERA_ROOT_USER", "ab"),
+                ("TESSERA_ROOT_PASSWORD", "12345678")
+            ]
+        )
+        .is_err()
+    );
+    assert!(
+        resolve(
+            &["/d"],
+            &[
+                ("TESSERA_ROOT_USER", "a=b"),
+                ("TESSERA_ROOT_PASSWORD", "12345678")
+            ]
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn endpoints_and_layout() {
+    let c = resolve(&["./data"], &[]).unwrap();
+    assert_eq!(c.drives.pools, vec![vec![PathBuf::from("/srv/data")]]);
+    assert_eq!(c.drives.set_drive_count, Some(1));
+
+    let c = resolve(&[], &[("MINIO_VOLUMES", "/mnt/d{1...8}")]).unwrap();
+    assert_eq!(c.drives.pools[0].len(), 8);
+    assert_eq!(c.drives.set_sizes, vec![8]);
+
+    let c = resolve(&["http://localhost:9000/mnt/d{1...4}"], &[]).unwrap();
+    assert_eq!(c.drives.pools[0][3], PathBuf::from("/mnt/d4"));
+    let c = resolve(&["http://node1/mnt/d{1...4}"], &[]).unwrap();
+    assert_eq!(c.drives.pools[0].len(), 4);
+
+    let e = resolve(&["http://node{1...4}:9000/mnt/d{1...4}"], &[]).unwrap_err();
+    assert!(e.0.contains("Multi-node"), "{e}");
+    let e = resolve(&["http://127.0.0.1:9001/mnt/d{1...4}"], &[]).unwrap_err();
+    assert!(e.0.contains("port"), "{e}");
+
+    let e = resolve(&["/a{1...4}"], &[("MINIO_STORAGE_CLASS_STANDARD", "EC:3")]).unwrap_err();
+    assert!(e.0.contains("storage class"), "{e}");
+    let c = resolve(&["/a{1...4}"], &[("MINIO_STORAGE_CLASS_STANDARD", "EC:1")]).unwrap();
+    assert_eq!(c.standard_parity, Some(1));
+    assert!(resolve(&["/a{1...4}"], &[("TESSERA_STORAGE_CLASS_RRS", "EC")]).is_err());
+    assert!(resolve(&[], &[]).is_err());
+}
+
+#[test]
+fn other_settings() {
+    let c = resolve(
+        &["/d"],
+        &[
+            ("MINIO_DOMAIN", "S3.Example.com, s3.example.org."),
+            ("MINIO_REGION", "eu-west-1"),
+            ("MINIO_SITE_REGION", "eu-central-1"),
+            ("MINIO_PROMETHEUS_AUTH_TYPE", "public"),
+            ("TESSERA_ADDRESS", "127.0.0.1:9100"),
+            ("MINIO_ADDRESS", ":1"),
+            ("TESSERA_SCANNER_RATE", "0"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.domains, ["s3.example.com", "s3.example.org"]);
+    assert_eq!(c.region, "eu-central-1");
+    assert!(c.prometheus_public);
+    assert_eq!(c.listen.port, 9100);
+    assert_eq!(c.scanner.versions_per_sec, None);
+    assert!(resolve(&["/d"], &[("TESSERA_DOMAIN", "bad_domain")]).is_err());
+    assert!(resolve(&["/d"], &[("TESSERA_LOG_FORMAT", "xml")]).is_err());
+    assert!(resolve(&["/d"], &[("TESSERA_SHUTDOWN_TIMEOUT", "soon")]).is_err());
+    assert!(resolve(&["/d"], &[("TESSERA_PROMETHEUS_AUTH_TYPE", "none")]).is_err());
+}
+
+#[test]
+fn request_bound_settings() {
+    let c = resolve(&["/d"], &[]).unwrap();
+    assert_eq!(c.requests_max, None);
+    assert_eq!(c.requests_deadline, Duration::from_secs(10));
+    let c = resolve(
+        &["/d"],
+        &[
+            ("MINIO_API_REQUESTS_MAX", "1600"),
+            ("MINIO_API_REQUESTS_DEADLINE", "2m"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.requests_max, Some(1600));
+    assert_eq!(c.requests_deadline, Duration::from_secs(120));
+    let c = resolve(
+        &["/d"],
+        &[
+            ("TESSERA_API_REQUESTS_MAX", "0"),
+            ("MINIO_API_REQUESTS_MAX", "5"),
+            ("TESSERA_API_REQUESTS_DEADLINE", "0"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        c.requests_max, None,
+        "the Tessera name wins, 0 is automatic"
+    );
+    assert_eq!(
+        c.requests_deadline,
+        Duration::from_secs(10),
+        "0 is the default"
+    );
+    for bad in ["-1", "many", "70000"] {
+        assert!(
+            resolve(&["/d"], &[("TESSERA_API_REQUESTS_MAX", bad)]).is_err(),
+            "{bad}"
+        );
+    }
+    assert!(resolve(&["/d"], &[("TESSERA_API_REQUESTS_DEADLINE", "soon")]).is_err());
+}
+
+#[test]
+fn huge_pages_are_on_unless_turned_off() {
+    assert!(resolve(&["/d"], &[]).unwrap().huge_pages);
+    assert!(
+        !resolve(&["/d"], &[("TESSERA_HUGE_PAGES", "off")])
+            .unwrap()
+            .huge_pages
+    );
+    assert!(resolve(&["/d"], &[("TESSERA_HUGE_PAGES", "sometimes")]).is_err());
+}
+
+#[test]
+fn group_commit_is_on_unless_turned_off() {
+    assert!(resolve(&["/d"], &[]).unwrap().group_commit);
+    for off in ["off", "OFF", "false", "0"] {
+        assert!(
+            !resolve(&["/d"], &[("TESSERA_GROUP_COMMIT", off)])
+                .unwrap()
+                .group_commit,
+            "{off}"
+        );
+    }
+    assert!(
+        resolve(&["/d"], &[("TESSERA_GROUP_COMMIT", "on")])
+            .unwrap()
+            .group_commit
+    );
+    assert!(resolve(&["/d"], &[("TESSERA_GROUP_COMMIT", "later")]).is_err());
+}
+
+#[test]
+fn read_cache_sizes() {
+    assert_eq!(resolve(&["/d"], &[]).unwrap().read_cache, None);
+    for (v, want) in [
+        ("auto", None),
+        ("AUTO", None),
+        // An empty value is no value: the default.
+        ("", None),
+        ("off", Some(0)),
+        ("0", Some(0)),
+        ("4096", Some(4096)),
+        ("512MiB", Some(512 << 20)),
+        ("2 gib", Some(2 << 30)),
+        ("1TiB", Some(1 << 40)),
+        ("7B", Some(7)),
+    ] {
+        assert_eq!(
+            resolve(&["/d"], &[("TESSERA_READ_CACHE", v)])
+                .unwrap()
+                .read_cache,
+            want,
+            "{v}"
+        );
+    }
+    for bad in [
+        "lots",
+        "1.5GiB",
+        "-1",
+        "10MB",
+        "2048TiB",
+        "99999999999999999999",
+    ] {
+        let e = resolve(&["/d"], &[("TESSERA_READ_CACHE", bad)]).unwrap_err();
+        assert!(e.0.contains("TESSERA_READ_CACHE"), "{bad}: {}", e.0);
+    }
+}
+
+#[test]
+fn huge_fill_is_decided_at_start_unless_set() {
+    assert_eq!(resolve(&["/d"], &[]).unwrap().huge_fill, None);
+    for (v, want) in [
+        ("auto", None),
+        ("AUTO", None),
+        ("on", Some(true)),
+        ("off", Some(false)),
+    ] {
+        assert_eq!(
+            resolve(&["/d"], &[("TESSERA_HUGE_FILL", v)])
+                .unwrap()
+                .huge_fill,
+            want,
+            "{v}"
+        );
+    }
+    assert!(resolve(&["/d"], &[("TESSERA_HUGE_FILL", "mostly")]).is_err());
+}
+
+#[test]
+fn splice_get_is_off_unless_asked_for() {
+    assert!(!resolve(&["/d"], &[]).unwrap().splice_get);
+    for on in ["on", "ON", "true", "1"] {
+        assert!(
+            resolve(&["/d"], &[("TESSERA_SPLICE_GET", on)])
+                .unwrap()
+                .splice_get,
+            "{on}"
+        );
+    }
+    assert!(
+        !resolve(&["/d"], &[("TESSERA_SPLICE_GET", "off")])
+            .unwrap()
+            .splice_get
+    );
+    assert!(resolve(&["/d"], &[("TESSERA_SPLICE_GET", "sometimes")]).is_err());
+}
