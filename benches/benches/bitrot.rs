@@ -62,7 +62,7 @@ fn label(size: usize) -> String {
 }
 
 fn single_stream(c: &mut Criterion) {
-    eprintln!("{}", Kernel::detection_report());
+    eprintln!("{} ({})", Kernel::detection_report(), Kernel::tuning());
     let hk = highway_key();
     for size in [1 << 20, 128 << 10, 64 << 10, 4 << 10] {
         let data = input(size);

@@ -84,7 +84,7 @@ fn random_shards(k: usize, m: usize, size: usize) -> Vec<Vec<u8>> {
 }
 
 fn kernels() -> Vec<Kernel> {
-    for r in Kernel::self_test_report() {
+    for r in &Kernel::detection_report().kernels {
         eprintln!("ec-simd kernel {:<12} {}", r.name, r.status);
     }
     Kernel::supported()

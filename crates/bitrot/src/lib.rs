@@ -13,11 +13,14 @@
 //! multi-stream path) and NEON. Each is self-tested at start-up (MinIO's
 //! iterated bitrot self-test, a chained known answer and agreement with the
 //! portable kernel) and never used if it fails; see
-//! [`Kernel::detection_report`].
+//! [`Kernel::detection_report`]. Detection has the shape of every kernel
+//! crate's (`ec-simd`, `md5x`): the report and error types are
+//! `kernel-report`'s.
 //!
-//! Cargo features `no_avx2` and `no_avx512` remove those kernels from
-//! detection. The crate reads no environment variables: a daemon that wants
-//! to force a kernel calls [`Kernel::from_name`].
+//! Cargo features `no_avx2`, `no_avx512` and `no_neon` remove those kernels
+//! from detection (they still compile). The crate reads no environment
+//! variables: a daemon that wants to force a kernel calls
+//! [`Kernel::from_name`].
 //!
 //! # Shard frame
 //!
@@ -72,7 +75,8 @@ pub use frame::{
 };
 pub use hasher::HighwayHasher;
 pub use io::{FrameReader, FrameWriter};
-pub use kernel::{DetectionReport, KERNEL_NAMES, Kernel, KernelError, KernelStatus};
+pub use kernel::Kernel;
+pub use kernel_report::{DetectionReport, KernelError, KernelReport, KernelStatus};
 
 /// MinIO's fixed bitrot key (`magicHighwayHash256Key` in MinIO's
 /// `cmd/bitrot.go`): the HighwayHash-256, with an all-zero key, of the first

@@ -198,3 +198,64 @@ pub(crate) fn run(h: &dyn Hashes, reference: &dyn Hashes) -> Result<(), String> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Kernel;
+
+    /// A kernel that passes everything except one input length.
+    struct Broken {
+        inner: Kernel,
+        bad_len: usize,
+    }
+
+    impl Hashes for Broken {
+        fn hash64(&self, key: &[u8; 32], data: &[u8]) -> u64 {
+            self.inner.hash64(key, data)
+        }
+        fn hash128(&self, key: &[u8; 32], data: &[u8]) -> [u8; 16] {
+            self.inner.hash128(key, data)
+        }
+        fn hash256(&self, key: &[u8; 32], data: &[u8]) -> [u8; 32] {
+            let mut h = self.inner.hash256(key, data);
+            if data.len() == self.bad_len {
+                h[31] ^= 0x80;
+            }
+            h
+        }
+        fn streaming256(&self, key: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {
+            let n: usize = parts.iter().map(|p| p.len()).sum();
+            let mut h = self.inner.streaming256(key, parts);
+            if n == self.bad_len {
+                h[0] ^= 1;
+            }
+            h
+        }
+        fn many256(&self, key: &[u8; 32], inputs: &[&[u8]], out: &mut [[u8; 32]]) {
+            self.inner.many256(key, inputs, out);
+            for (o, i) in out.iter_mut().zip(inputs) {
+                if i.len() == self.bad_len {
+                    o[5] ^= 4;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn self_test_rejects_broken_kernels() {
+        let p = Kernel::portable();
+        assert_eq!(run(&p, &p), Ok(()));
+        // 992: MinIO's last message; 17: a tail only the chained KAT and the
+        // cross-check see; 4099: only the cross-check (and multi-stream).
+        for bad_len in [0, 992, 17, 31, 33, 4099, 1029] {
+            let broken = Broken { inner: p, bad_len };
+            let r = run(&broken, &p);
+            assert!(
+                r.is_err(),
+                "self-test accepted a kernel wrong at {bad_len} bytes"
+            );
+            eprintln!("bad_len {bad_len}: {}", r.unwrap_err());
+        }
+    }
+}

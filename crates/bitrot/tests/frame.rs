@@ -9,7 +9,7 @@ use bitrot::{
     Bitrot, FrameError, FrameReader, FrameWriter, HASH_LEN, Kernel, LayoutError,
     MAGIC_HIGHWAYHASH256_KEY, ShardFrame, ShardLayout, shard_file_size,
 };
-use common::{kernels, seed};
+use common::{RngExt, kernels, seed};
 
 /// The expected file, built the obvious way (independently of the crate's
 /// frame code): `[HH256(block)][block]` per block.
@@ -50,9 +50,9 @@ fn layout_matches_minio_arithmetic() {
     // MinIO: ceilFrac(size, shardSize) * 32 + size.
     let ceil_frac = |a: u64, b: u64| a.div_ceil(b);
     for _ in 0..10_000 {
-        let shard = 1 + rng.below(1 << 20);
+        let shard = 1 + rng.usize(..1 << 20);
         // Up to 2^56: the file size cannot overflow.
-        let len = rng.next_u64() >> (8 + rng.below(56));
+        let len = rng.u64(..) >> (8 + rng.usize(..56));
         let l = ShardLayout::new(shard, len).unwrap();
         let want = ceil_frac(len, shard as u64) * 32 + len;
         assert_eq!(l.file_size(), want);
@@ -120,7 +120,7 @@ fn round_trips() {
             let mut w = FrameWriter::new(Vec::new(), *f.bitrot(), shard);
             let mut rest = &data[..];
             while !rest.is_empty() {
-                let n = (1 + rng.below(3 * shard)).min(rest.len());
+                let n = (1 + rng.usize(..3 * shard)).min(rest.len());
                 w.write_all(&rest[..n]).unwrap();
                 rest = &rest[n..];
             }
@@ -164,7 +164,7 @@ fn round_trips() {
             let mut r = FrameReader::new(Cursor::new(&file), f);
             let mut got = Vec::new();
             loop {
-                let mut buf = vec![0u8; 1 + rng.below(2 * shard + 3)];
+                let mut buf = vec![0u8; 1 + rng.usize(..2 * shard + 3)];
                 let n = r.read(&mut buf).unwrap();
                 if n == 0 {
                     break;
@@ -416,14 +416,14 @@ fn range_reads() {
         // Random seeks (all three forms) and reads.
         let mut r = FrameReader::new(Cursor::new(&file), f);
         for _ in 0..300 {
-            let pos = rng.below(len + 10) as u64;
-            let to = match rng.below(3) {
+            let pos = rng.usize(..len + 10) as u64;
+            let to = match rng.usize(..3) {
                 0 => SeekFrom::Start(pos),
                 1 => SeekFrom::End(pos as i64 - len as i64),
                 _ => SeekFrom::Current(pos as i64 - r.position() as i64),
             };
             assert_eq!(r.seek(to).unwrap(), pos);
-            let mut buf = vec![0u8; rng.below(3 * shard)];
+            let mut buf = vec![0u8; rng.usize(..3 * shard)];
             let mut n = 0;
             while n < buf.len() {
                 match r.read(&mut buf[n..]).unwrap() {

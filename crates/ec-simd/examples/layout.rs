@@ -1,6 +1,6 @@
 //! Encode and reconstruct time as a function of where the shards sit
-//! relative to each other modulo 4 KiB (see `kernel::descending` and the
-//! 4K-aliasing notes in `docs/benchmarks.md`).
+//! relative to each other modulo 4 KiB (see `kernel::walk::descending` and
+//! the 4K-aliasing notes in `docs/bench-notes/kernels.md`).
 //!
 //! ```text
 //! cargo run --release -p ec-simd --example layout -- KERNEL K M SHARD_BYTES LAYOUT...
@@ -55,14 +55,9 @@ fn min_us(mut f: impl FnMut()) -> f64 {
 }
 
 fn run(rs: &ReedSolomon, shards: &mut [&mut [u8]], k: usize) -> (f64, f64) {
-    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
     for s in shards[..k].iter_mut() {
-        for b in s.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
+        rng.fill(s);
     }
     let n = shards.len();
     let lost = k.min(n - k);

@@ -45,7 +45,7 @@ fn measure(bytes: usize, mut op: impl FnMut()) -> f64 {
 fn main() {
     let total = Instant::now();
     println!("ec-simd kernel self-test:");
-    for r in Kernel::self_test_report() {
+    for r in &Kernel::detection_report().kernels {
         println!("  {:<12} {}", r.name, r.status);
     }
     println!("  detected: {}\n", Kernel::detect());
@@ -68,14 +68,9 @@ fn main() {
             let shard = BLOCK.div_ceil(k);
             let data_bytes = shard * k;
             let mut shards = vec![vec![0u8; shard]; k + m];
-            let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+            let mut rng = fastrand::Rng::with_seed(0x2545_f491_4f6c_dd1d);
             for s in &mut shards[..k] {
-                for b in s.iter_mut() {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    *b = seed as u8;
-                }
+                rng.fill(s);
             }
             let enc = measure(data_bytes, || {
                 rs.encode_shards(&mut shards).expect("encode")

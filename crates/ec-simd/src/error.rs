@@ -5,7 +5,8 @@ use core::fmt;
 /// Everything that can go wrong when building a coder or calling it.
 ///
 /// No public function of this crate panics on bad input; it returns one of
-/// these instead.
+/// these instead. A kernel asked for by name that cannot be had is a
+/// [`KernelError`](crate::KernelError), the same type in every kernel crate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
@@ -44,16 +45,6 @@ pub enum Error {
         /// Shards marked present.
         present: usize,
     },
-    /// A kernel name that this crate does not know.
-    UnknownKernel(String),
-    /// A known kernel that cannot be used on this host.
-    KernelUnavailable {
-        /// The kernel's name.
-        kernel: &'static str,
-        /// Why: missing CPU features, another architecture, a cargo feature
-        /// that disables it, or a failed self-test.
-        reason: String,
-    },
     /// A square sub-matrix of the encoding matrix did not invert. This cannot
     /// happen for the Vandermonde-derived matrix and would indicate a bug.
     SingularMatrix,
@@ -83,10 +74,6 @@ impl fmt::Display for Error {
                 f,
                 "too few shards to reconstruct: {present} present, {needed} needed"
             ),
-            Self::UnknownKernel(name) => write!(f, "unknown kernel {name:?}"),
-            Self::KernelUnavailable { kernel, reason } => {
-                write!(f, "kernel {kernel} is unavailable: {reason}")
-            }
             Self::SingularMatrix => f.write_str("decoding matrix is singular (internal error)"),
         }
     }

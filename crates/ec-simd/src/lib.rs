@@ -13,8 +13,10 @@
 //! The multiplication kernel is chosen once per process by [`Kernel::detect`]
 //! (after a self-test against the reference kernel) and can be overridden by
 //! name with [`Kernel::from_name`] and [`ReedSolomon::with_kernel`]. The crate
-//! never reads environment variables and never logs; [`Kernel::self_test_report`]
-//! tells the caller what was detected and why.
+//! never reads environment variables and never logs;
+//! [`Kernel::detection_report`] tells the caller what was detected and why.
+//! Detection has the shape of every kernel crate's (`bitrot`, `md5x`): the
+//! report and error types are `kernel-report`'s.
 //!
 //! # Example
 //!
@@ -73,4 +75,5 @@ mod matrix;
 
 pub use coder::ReedSolomon;
 pub use error::Error;
-pub use kernel::{Kernel, KernelReport, KernelStatus};
+pub use kernel::Kernel;
+pub use kernel_report::{DetectionReport, KernelError, KernelReport, KernelStatus};

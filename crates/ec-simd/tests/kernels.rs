@@ -11,7 +11,7 @@ use ec_simd::Kernel;
 /// shards at random misaligned offsets (or aligned), and compares; also
 /// checks that no byte around the output shards was written.
 fn check_encode(seed: u64, kernels: &[Kernel], k: usize, m: usize, len: usize, misaligned: bool) {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::with_seed(seed);
     let mut data = Buffers::new(&mut rng, k, len, misaligned);
     data.fill_random(&mut rng);
     let data_refs = data.refs();
@@ -52,16 +52,16 @@ fn check_encode(seed: u64, kernels: &[Kernel], k: usize, m: usize, len: usize, m
 fn every_length_0_to_300_random_shapes_up_to_32_plus_32() {
     let kernels = kernels_under_test();
     let seed = 0x1e6_0300;
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::with_seed(seed);
     for len in 0..=300 {
         // One small shape (a single output group) and two up to 32+32,
         // aligned and misaligned.
-        let small = (rng.range(1, 6), rng.range(1, 4));
-        let big = (rng.range(1, 32), rng.range(1, 32));
-        let big2 = (rng.range(1, 32), rng.range(1, 32));
+        let small = (rng.usize(1..=6), rng.usize(1..=4));
+        let big = (rng.usize(1..=32), rng.usize(1..=32));
+        let big2 = (rng.usize(1..=32), rng.usize(1..=32));
         for (i, (k, m)) in [small, big, big2].into_iter().enumerate() {
             let misaligned = (len + i) % 2 == 1;
-            check_encode(rng.next_u64(), &kernels, k, m, len, misaligned);
+            check_encode(rng.u64(..), &kernels, k, m, len, misaligned);
         }
     }
 }
@@ -71,13 +71,13 @@ fn every_group_size_at_vector_boundary_lengths() {
     // Parity counts 1..=17 hit every group size and split of every kernel;
     // lengths around 32/64/128-byte multiples hit every tail.
     let kernels = kernels_under_test();
-    let mut rng = Rng::new(0x9_0ff5);
+    let mut rng = Rng::with_seed(0x9_0ff5);
     for m in 1..=17 {
         for len in [
             31, 32, 33, 63, 64, 65, 127, 128, 129, 191, 192, 193, 255, 256, 257,
         ] {
-            let k = rng.range(1, 12);
-            check_encode(rng.next_u64(), &kernels, k, m, len, m % 2 == 0);
+            let k = rng.usize(1..=12);
+            check_encode(rng.u64(..), &kernels, k, m, len, m % 2 == 0);
         }
     }
 }
@@ -85,7 +85,7 @@ fn every_group_size_at_vector_boundary_lengths() {
 #[test]
 fn wide_shapes() {
     let kernels = kernels_under_test();
-    let mut rng = Rng::new(0x3de);
+    let mut rng = Rng::with_seed(0x3de);
     for (k, m, len) in [
         (64, 64, 1000),
         (200, 56, 777),
@@ -94,21 +94,21 @@ fn wide_shapes() {
         (1, 255, 300),
         (128, 128, 64),
     ] {
-        check_encode(rng.next_u64(), &kernels, k, m, len, true);
+        check_encode(rng.u64(..), &kernels, k, m, len, true);
     }
 }
 
 #[test]
 fn large_shards_64k_and_1m() {
     let kernels = kernels_under_test();
-    let mut rng = Rng::new(0x1a79e);
+    let mut rng = Rng::with_seed(0x1a79e);
     // 64 KiB and 1 MiB, aligned and not, and a parity count that needs several
     // passes over the inputs (cache-blocking windows).
-    check_encode(rng.next_u64(), &kernels, 8, 4, 64 * 1024, false);
-    check_encode(rng.next_u64(), &kernels, 12, 4, 64 * 1024 + 3, true);
-    check_encode(rng.next_u64(), &kernels, 20, 12, 64 * 1024 + 17, true);
-    check_encode(rng.next_u64(), &kernels, 4, 2, 1 << 20, true);
-    check_encode(rng.next_u64(), &kernels, 6, 6, (1 << 20) + 1, false);
+    check_encode(rng.u64(..), &kernels, 8, 4, 64 * 1024, false);
+    check_encode(rng.u64(..), &kernels, 12, 4, 64 * 1024 + 3, true);
+    check_encode(rng.u64(..), &kernels, 20, 12, 64 * 1024 + 17, true);
+    check_encode(rng.u64(..), &kernels, 4, 2, 1 << 20, true);
+    check_encode(rng.u64(..), &kernels, 6, 6, (1 << 20) + 1, false);
 }
 
 /// Shards carved from one buffer, shard `i` starting `i * stagger` bytes
@@ -122,7 +122,7 @@ fn both_column_orders() {
     const PAGE: usize = 4096;
     const GUARD: u8 = 0x5a;
     let kernels = kernels_under_test();
-    let mut rng = Rng::new(0xd0e5);
+    let mut rng = Rng::with_seed(0xd0e5);
     for (k, m) in [(8, 4), (3, 2), (10, 10), (1, 1)] {
         for len in [2048usize, 4096 + 32, 5000, 70_001, 131_072] {
             for stagger in [16isize, 48, -16] {
@@ -191,7 +191,7 @@ fn both_column_orders() {
 
 #[test]
 fn encode_and_encode_shards_agree() {
-    let mut rng = Rng::new(0xe5);
+    let mut rng = Rng::with_seed(0xe5);
     for kernel in kernels_under_test() {
         let (k, m, len) = (5, 3, 1001);
         let rs = coder(k, m, kernel);
@@ -208,7 +208,7 @@ fn encode_and_encode_shards_agree() {
 
 #[test]
 fn verify_detects_any_single_corruption() {
-    let mut rng = Rng::new(0x7e51f1);
+    let mut rng = Rng::with_seed(0x7e51f1);
     for kernel in kernels_under_test() {
         // 4 parity shards: verify works in 4 KiB column chunks, so 10000
         // bytes span three chunks, the last one partial.
@@ -221,9 +221,9 @@ fn verify_detects_any_single_corruption() {
         rs.encode_shards(&mut shards).unwrap();
         assert!(rs.verify_shards(&shards).unwrap(), "kernel {kernel}");
         for _ in 0..20 {
-            let s = rng.range(0, k + m - 1);
-            let b = rng.range(0, len - 1);
-            let flip = 1 << rng.range(0, 7);
+            let s = rng.usize(..k + m);
+            let b = rng.usize(..len);
+            let flip = 1 << rng.usize(..8);
             shards[s][b] ^= flip;
             assert!(
                 !rs.verify_shards(&shards).unwrap(),
@@ -245,8 +245,10 @@ fn names_round_trip() {
         assert_eq!(kernel.to_string(), kernel.name());
     }
     let names = Kernel::names();
-    for r in Kernel::self_test_report() {
-        assert!(names.contains(&r.name));
+    let report = Kernel::detection_report();
+    assert_eq!(report.kernels.len(), names.len());
+    for (r, name) in report.kernels.iter().zip(names) {
+        assert_eq!(r.name, *name);
     }
     assert_eq!(Kernel::detect(), Kernel::supported()[0]);
 }

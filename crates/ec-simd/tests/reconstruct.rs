@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Rng, coder, first_diff, kernels};
+use common::{Rng, coder, first_diff, kernels, pick};
 use ec_simd::ReedSolomon;
 
 fn encoded(rng: &mut Rng, rs: &ReedSolomon, len: usize) -> Vec<Vec<u8>> {
@@ -60,13 +60,13 @@ fn check_pattern(rs: &ReedSolomon, original: &[Vec<u8>], lost: &[usize], ctx: &s
 #[test]
 fn every_loss_pattern_of_small_configurations() {
     let seed = 0xa11_1055;
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::with_seed(seed);
     for kernel in kernels() {
         for (k, m) in [(4, 2), (6, 3), (8, 4), (3, 5)] {
             let total = k + m;
             let rs = coder(k, m, kernel);
             // Odd length: every kernel's tail path is used too.
-            let len = 67 + rng.range(0, 64);
+            let len = 67 + rng.usize(0..=64);
             let original = encoded(&mut rng, &rs, len);
             let ctx = format!("seed {seed:#x} kernel {kernel} {k}+{m} len {len}");
             let mut patterns = 0;
@@ -91,7 +91,7 @@ fn binomial(n: usize, k: usize) -> usize {
 #[test]
 fn random_patterns_of_large_configurations() {
     let seed = 0x1a_12_6e;
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::with_seed(seed);
     for kernel in kernels() {
         for (k, m, len) in [
             (32, 32, 300),
@@ -111,8 +111,8 @@ fn random_patterns_of_large_configurations() {
                 let lost = if round == 0 {
                     (0..m.min(k)).collect()
                 } else {
-                    let n = rng.range(1, m);
-                    rng.pick(k + m, n)
+                    let n = rng.usize(1..=m);
+                    pick(&mut rng, k + m, n)
                 };
                 check_pattern(&rs, &original, &lost, &ctx);
             }
@@ -122,7 +122,7 @@ fn random_patterns_of_large_configurations() {
 
 #[test]
 fn reconstruct_with_more_than_enough_shards_and_nothing_lost() {
-    let mut rng = Rng::new(0xe70);
+    let mut rng = Rng::with_seed(0xe70);
     for kernel in kernels() {
         let rs = coder(10, 4, kernel);
         let original = encoded(&mut rng, &rs, 333);
@@ -141,7 +141,7 @@ fn reconstruct_with_more_than_enough_shards_and_nothing_lost() {
 #[test]
 fn reconstruct_agrees_across_kernels_on_misaligned_buffers() {
     let seed = 0x0ff5e7;
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::with_seed(seed);
     let (k, m, len) = (8, 4, 70_001);
     for kernel in kernels() {
         if kernel.name() == "reference" {
@@ -153,7 +153,7 @@ fn reconstruct_agrees_across_kernels_on_misaligned_buffers() {
         let mut backing: Vec<Vec<u8>> = Vec::new();
         let mut offsets = Vec::new();
         for s in &original {
-            let off = rng.range(1, 63);
+            let off = rng.usize(1..=63);
             let mut b = vec![0u8; off + len + 8];
             b[off..off + len].copy_from_slice(s);
             backing.push(b);

@@ -1,22 +1,17 @@
-//! Kernel handles, CPU detection and dispatch.
+//! Kernel handles and dispatch.
 //!
-//! This is the only module that looks at the CPU, and the only place a
-//! [`Kernel`] is made: its field is private and every constructor either
-//! checks the CPU at runtime or names the portable kernel. Holding a handle
-//! for a SIMD kernel is therefore proof that the CPU has the instructions it
-//! needs, which is what makes the `unsafe` calls below sound.
-//!
-//! Detection runs once (cached in a [`OnceLock`]): every kernel the build
-//! contains and the CPU supports is put through the start-up self-test (see
-//! `selftest.rs`), and the widest one that passes is chosen. A kernel that
-//! fails is never handed out, and the reason is kept in the
-//! [`DetectionReport`] for the daemon to log. The library never reads the
-//! environment: choosing a kernel by name is [`Kernel::from_name`].
+//! A [`Kernel`] is only made here and in `detect` (its field is private):
+//! `detect` checks the CPU at runtime and self-tests the kernel before it
+//! hands out a SIMD handle, and [`Kernel::portable`] names the kernel that
+//! needs nothing. Holding a handle for a SIMD kernel is therefore proof that
+//! the CPU has the instructions it needs, which is what makes the `unsafe`
+//! calls below sound.
 
 use std::fmt;
-use std::sync::OnceLock;
 
 use crate::portable::{self, BLOCK};
+
+mod detect;
 
 /// An MD5 implementation the CPU can run.
 ///
@@ -43,9 +38,6 @@ enum Imp {
     Avx512,
 }
 
-/// Every kernel name this crate knows, on any architecture, widest first.
-pub const KERNEL_NAMES: [&str; 3] = ["avx512", "avx2", "portable"];
-
 impl Imp {
     fn name(self) -> &'static str {
         match self {
@@ -58,243 +50,10 @@ impl Imp {
     }
 }
 
-/// Why a kernel is not usable, or that it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum KernelStatus {
-    /// Usable: supported by the CPU and passed the self-test.
-    Usable,
-    /// Not built for this target architecture.
-    NotBuilt,
-    /// Removed from this build by a cargo feature (named here).
-    DisabledByFeature(&'static str),
-    /// The CPU lacks the instructions (the missing target features).
-    UnsupportedCpu(Vec<&'static str>),
-    /// Supported by the CPU but failed the start-up self-test: never used.
-    SelfTestFailed(String),
-}
-
-impl fmt::Display for KernelStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KernelStatus::Usable => f.write_str("usable (self-test passed)"),
-            KernelStatus::NotBuilt => f.write_str("not built for this architecture"),
-            KernelStatus::DisabledByFeature(feat) => {
-                write!(f, "disabled by cargo feature `{feat}`")
-            }
-            KernelStatus::UnsupportedCpu(missing) => {
-                write!(f, "CPU lacks {}", missing.join(", "))
-            }
-            KernelStatus::SelfTestFailed(why) => write!(f, "SELF-TEST FAILED: {why}"),
-        }
-    }
-}
-
-/// What detection found, for the daemon to log at start-up.
-#[derive(Clone, Debug)]
-pub struct DetectionReport {
-    /// The kernel [`Kernel::detect`] returns.
-    pub selected: &'static str,
-    /// Every kernel name in [`KERNEL_NAMES`] order, with its status.
-    pub kernels: Vec<(&'static str, KernelStatus)>,
-}
-
-impl DetectionReport {
-    /// Whether some kernel the CPU supports failed its self-test (worth a
-    /// warning: the build or the CPU is suspect).
-    pub fn any_self_test_failed(&self) -> bool {
-        self.kernels
-            .iter()
-            .any(|(_, s)| matches!(s, KernelStatus::SelfTestFailed(_)))
-    }
-}
-
-impl fmt::Display for DetectionReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "md5x: selected MD5 kernel `{}`", self.selected)?;
-        for (name, status) in &self.kernels {
-            write!(f, "; {name}: {status}")?;
-        }
-        Ok(())
-    }
-}
-
-/// Why [`Kernel::from_name`] refused a name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum KernelError {
-    /// Not a kernel name this crate knows (see [`KERNEL_NAMES`]).
-    UnknownName(String),
-    /// A known kernel that cannot be used here, and why.
-    Unavailable {
-        /// The kernel's name.
-        name: &'static str,
-        /// Why it cannot be used.
-        status: KernelStatus,
-    },
-}
-
-impl fmt::Display for KernelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KernelError::UnknownName(n) => write!(
-                f,
-                "unknown MD5 kernel {n:?} (known: {})",
-                KERNEL_NAMES.join(", ")
-            ),
-            KernelError::Unavailable { name, status } => {
-                write!(f, "MD5 kernel `{name}` is unavailable: {status}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for KernelError {}
-
-struct Detection {
-    report: DetectionReport,
-    /// Usable kernels, widest first.
-    usable: Vec<Kernel>,
-}
-
-static DETECTION: OnceLock<Detection> = OnceLock::new();
-
-/// The CPU check for one kernel name: `Ok(Some(kernel))` if supported,
-/// `Ok(None)` if not built here, `Err(status)` otherwise.
-fn probe(name: &str) -> Result<Option<Kernel>, KernelStatus> {
-    match name {
-        "portable" => Ok(Some(Kernel::portable())),
-        "avx2" => probe_avx2(),
-        "avx512" => probe_avx512(),
-        _ => Ok(None),
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn probe_avx2() -> Result<Option<Kernel>, KernelStatus> {
-    if cfg!(feature = "no_avx2") {
-        return Err(KernelStatus::DisabledByFeature("no_avx2"));
-    }
-    if !std::arch::is_x86_feature_detected!("avx2") {
-        return Err(KernelStatus::UnsupportedCpu(vec!["avx2"]));
-    }
-    Ok(Some(Kernel { imp: Imp::Avx2 }))
-}
-
-#[cfg(target_arch = "x86_64")]
-fn probe_avx512() -> Result<Option<Kernel>, KernelStatus> {
-    if cfg!(feature = "no_avx512") {
-        return Err(KernelStatus::DisabledByFeature("no_avx512"));
-    }
-    let mut missing = Vec::new();
-    if !std::arch::is_x86_feature_detected!("avx2") {
-        missing.push("avx2");
-    }
-    if !std::arch::is_x86_feature_detected!("avx512f") {
-        missing.push("avx512f");
-    }
-    if !std::arch::is_x86_feature_detected!("avx512vl") {
-        missing.push("avx512vl");
-    }
-    if !missing.is_empty() {
-        return Err(KernelStatus::UnsupportedCpu(missing));
-    }
-    Ok(Some(Kernel { imp: Imp::Avx512 }))
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn probe_avx2() -> Result<Option<Kernel>, KernelStatus> {
-    Ok(None)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn probe_avx512() -> Result<Option<Kernel>, KernelStatus> {
-    Ok(None)
-}
-
-/// Probes and self-tests every kernel. `test` is the self-test (injected so
-/// that the fallback logic can be tested with failing kernels).
-fn detect_with(test: &dyn Fn(Kernel) -> Result<(), String>) -> Detection {
-    let mut kernels = Vec::new();
-    let mut usable = Vec::new();
-    for name in KERNEL_NAMES {
-        let status = match probe(name) {
-            Ok(Some(k)) => match test(k) {
-                Ok(()) => {
-                    usable.push(k);
-                    KernelStatus::Usable
-                }
-                Err(why) => KernelStatus::SelfTestFailed(why),
-            },
-            Ok(None) => KernelStatus::NotBuilt,
-            Err(status) => status,
-        };
-        kernels.push((name, status));
-    }
-    let selected = usable.first().map_or("none", |k| k.name());
-    Detection {
-        report: DetectionReport { selected, kernels },
-        usable,
-    }
-}
-
-fn standard_self_test(k: Kernel) -> Result<(), String> {
-    crate::selftest::run(&k)
-}
-
-fn detection() -> &'static Detection {
-    DETECTION.get_or_init(|| detect_with(&standard_self_test))
-}
-
 impl Kernel {
     /// The portable kernel (no SIMD; always available).
     pub const fn portable() -> Kernel {
         Kernel { imp: Imp::Portable }
-    }
-
-    /// The widest kernel that this CPU supports and that passed the
-    /// start-up self-test (the portable one if none did). The first call
-    /// runs detection and the self-tests.
-    pub fn detect() -> Kernel {
-        detection()
-            .usable
-            .first()
-            .copied()
-            .unwrap_or_else(Kernel::portable)
-    }
-
-    /// Every usable kernel on this machine, widest first.
-    pub fn supported() -> &'static [Kernel] {
-        &detection().usable
-    }
-
-    /// What detection found, for the daemon to log.
-    pub fn detection_report() -> &'static DetectionReport {
-        &detection().report
-    }
-
-    /// The kernel called `name` (see [`KERNEL_NAMES`]) if it is usable
-    /// here; the daemon's way to force one.
-    pub fn from_name(name: &str) -> Result<Kernel, KernelError> {
-        let known = KERNEL_NAMES
-            .iter()
-            .find(|n| **n == name)
-            .ok_or_else(|| KernelError::UnknownName(name.to_owned()))?;
-        let d = detection();
-        if let Some(k) = d.usable.iter().find(|k| k.name() == *known) {
-            return Ok(*k);
-        }
-        let status = d
-            .report
-            .kernels
-            .iter()
-            .find(|(n, _)| n == known)
-            .map(|(_, s)| s.clone())
-            .unwrap_or(KernelStatus::NotBuilt);
-        Err(KernelError::Unavailable {
-            name: known,
-            status,
-        })
     }
 
     /// The kernel's name.
@@ -414,50 +173,5 @@ impl fmt::Debug for Kernel {
 impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failing_kernels_are_never_selected() {
-        let d = detect_with(&|k: Kernel| {
-            if k.imp == Imp::Portable {
-                Ok(())
-            } else {
-                Err("injected failure".to_owned())
-            }
-        });
-        assert_eq!(d.usable, vec![Kernel::portable()]);
-        assert_eq!(d.report.selected, "portable");
-        let text = d.report.to_string();
-        assert!(text.contains("selected MD5 kernel `portable`"), "{text}");
-        if d.report.any_self_test_failed() {
-            assert!(
-                text.contains("SELF-TEST FAILED: injected failure"),
-                "{text}"
-            );
-        } else {
-            eprintln!("NOTE: no SIMD kernel on this machine; only the fallback was exercised");
-        }
-    }
-
-    #[test]
-    fn nothing_usable_is_reported() {
-        let d = detect_with(&|_| Err("all broken".to_owned()));
-        assert!(d.usable.is_empty());
-        assert_eq!(d.report.selected, "none");
-        assert!(d.report.any_self_test_failed());
-    }
-
-    #[test]
-    fn from_name_refuses_unknown_names() {
-        assert!(matches!(
-            Kernel::from_name("sse9"),
-            Err(KernelError::UnknownName(_))
-        ));
-        assert_eq!(Kernel::from_name("portable"), Ok(Kernel::portable()));
     }
 }

@@ -9,7 +9,9 @@
 //!
 //! - [`Kernel`]: the portable, AVX2 and AVX-512 kernels, chosen by runtime
 //!   CPU detection, each proven against the portable reference by a
-//!   start-up self-test before use ([`Kernel::detection_report`]).
+//!   start-up self-test before use ([`Kernel::detection_report`]; the
+//!   report and error types are `kernel-report`'s, as in every kernel
+//!   crate).
 //!   [`Kernel::digest_many`] hashes several whole messages together.
 //! - [`Md5Hub`] and [`Hasher`]: streaming MD5 for many concurrent requests.
 //!   The whole 64-byte blocks that concurrent hashers submit are hashed
@@ -49,7 +51,8 @@ mod rounds;
 mod selftest;
 
 pub use hub::{BlockUpdate, Hasher, HubConfig, HubStats, Md5Hub, StableBytes};
-pub use kernel::{DetectionReport, KERNEL_NAMES, Kernel, KernelError, KernelStatus};
+pub use kernel::Kernel;
+pub use kernel_report::{DetectionReport, KernelError, KernelReport, KernelStatus};
 pub use portable::BLOCK;
 
 /// One-shot MD5 of `data` (single stream).

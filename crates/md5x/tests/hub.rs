@@ -11,26 +11,14 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::Duration;
 
+use fastrand::Rng;
 use md5::{Digest, Md5};
 use md5x::{HubConfig, Kernel, Md5Hub};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn pool(len: usize) -> Arc<Vec<u8>> {
-    let mut r = Rng(0xabcdef);
-    Arc::new((0..len).map(|_| (r.next() >> 56) as u8).collect())
+    let mut v = vec![0; len];
+    Rng::with_seed(0xabcdef).fill(&mut v);
+    Arc::new(v)
 }
 
 fn md5_crate(data: &[u8]) -> [u8; 16] {
@@ -146,25 +134,25 @@ fn many_threads_random_sizes_and_drops() {
                 for t in 0..threads {
                     let (hub, data, barrier) = (&hub, &data, barrier.clone());
                     s.spawn(move || {
-                        let mut rng = Rng(((ci as u64) << 32) + t as u64 + 1);
+                        let mut rng = Rng::with_seed(((ci as u64) << 32) + t as u64 + 1);
                         barrier.wait();
                         for round in 0..6 {
-                            let len = match rng.below(4) {
-                                0 => rng.below(200),
-                                1 => rng.below(70_000),
-                                _ => (1 << 20) + rng.below(1 << 20),
+                            let len = match rng.usize(..4) {
+                                0 => rng.usize(..200),
+                                1 => rng.usize(..70_000),
+                                _ => (1 << 20) + rng.usize(..1 << 20),
                             };
-                            let off = rng.below(data.len() - len);
+                            let off = rng.usize(..data.len() - len);
                             let m = &data[off..off + len];
                             let mut h = hub.hasher();
                             let mut at = 0;
-                            let drop_after = (rng.below(5) == 0).then(|| rng.below(4));
+                            let drop_after = (rng.usize(..5) == 0).then(|| rng.usize(..4));
                             let mut pieces = 0;
                             while at < len {
-                                let step = match rng.below(3) {
-                                    0 => rng.below(100),
+                                let step = match rng.usize(..3) {
+                                    0 => rng.usize(..100),
                                     1 => 1 << 20,
-                                    _ => rng.below(300_000),
+                                    _ => rng.usize(..300_000),
                                 }
                                 .max(1)
                                 .min(len - at);
@@ -265,18 +253,18 @@ fn async_updates_from_many_threads() {
                 for t in 0..threads {
                     let (hub, data) = (&hub, &data);
                     s.spawn(move || {
-                        let mut rng = Rng(0x77 + ((ci as u64) << 20) + t as u64);
+                        let mut rng = Rng::with_seed(0x77 + ((ci as u64) << 20) + t as u64);
                         for _ in 0..4 {
                             let mut h = hub.hasher();
                             let mut whole = Vec::new();
                             let mut reference = Md5::new();
-                            let blocks = 1 + rng.below(4);
+                            let blocks = 1 + rng.usize(..4);
                             for _ in 0..blocks {
-                                let len = match rng.below(3) {
-                                    0 => rng.below(1000),
-                                    _ => (1 << 20) + rng.below(100),
+                                let len = match rng.usize(..3) {
+                                    0 => rng.usize(..1000),
+                                    _ => (1 << 20) + rng.usize(..100),
                                 };
-                                let off = rng.below(data.len() - len);
+                                let off = rng.usize(..data.len() - len);
                                 let block = data[off..off + len].to_vec();
                                 reference.update(&block);
                                 whole.extend_from_slice(&block);
@@ -284,7 +272,7 @@ fn async_updates_from_many_threads() {
                                 (h, back) = block_on(h.update_block(block));
                                 assert_eq!(back, data[off..off + len], "buffer came back changed");
                                 // Mix in the synchronous path now and then.
-                                if rng.below(3) == 0 {
+                                if rng.usize(..3) == 0 {
                                     h.update(&data[..65]);
                                     reference.update(&data[..65]);
                                 }
@@ -315,23 +303,23 @@ fn parts_updates_from_many_threads() {
                 for t in 0..8 {
                     let (hub, data) = (&hub, &data);
                     s.spawn(move || {
-                        let mut rng = Rng(0x9a7 + ((ci as u64) << 20) + t as u64);
+                        let mut rng = Rng::with_seed(0x9a7 + ((ci as u64) << 20) + t as u64);
                         for _ in 0..4 {
                             let mut h = hub.hasher();
                             let mut reference = Md5::new();
-                            for _ in 0..1 + rng.below(3) {
+                            for _ in 0..1 + rng.usize(..3) {
                                 let mut parts = Vec::new();
                                 let mut want = Vec::new();
-                                for _ in 0..1 + rng.below(5) {
-                                    let len = match rng.below(5) {
-                                        0 => rng.below(64),
-                                        1 => rng.below(300),
-                                        2 => 64 * (1 + rng.below(40)),
-                                        3 => 64 * (1 + rng.below(40)) + 1 + rng.below(63),
-                                        _ => (512 << 10) + rng.below(3) * 21,
+                                for _ in 0..1 + rng.usize(..5) {
+                                    let len = match rng.usize(..5) {
+                                        0 => rng.usize(..64),
+                                        1 => rng.usize(..300),
+                                        2 => 64 * (1 + rng.usize(..40)),
+                                        3 => 64 * (1 + rng.usize(..40)) + 1 + rng.usize(..63),
+                                        _ => (512 << 10) + rng.usize(..3) * 21,
                                     };
-                                    let (lead, trail) = (rng.below(100), rng.below(100));
-                                    let off = rng.below(data.len() - len - lead - trail);
+                                    let (lead, trail) = (rng.usize(..100), rng.usize(..100));
+                                    let off = rng.usize(..data.len() - len - lead - trail);
                                     let buf = data[off..off + lead + len + trail].to_vec();
                                     reference.update(&buf[lead..lead + len]);
                                     want.push(buf.clone());
@@ -340,7 +328,7 @@ fn parts_updates_from_many_threads() {
                                 let back;
                                 (h, back) = block_on(h.update_parts(parts));
                                 assert_eq!(back, want, "buffers came back changed");
-                                match rng.below(3) {
+                                match rng.usize(..3) {
                                     0 => {
                                         h.update(&data[..65]);
                                         reference.update(&data[..65]);
@@ -370,13 +358,13 @@ fn parts_updates_of_tiny_and_no_parts() {
     let data = pool(1 << 16);
     for cfg in configs() {
         let hub = Md5Hub::new(cfg);
-        let mut rng = Rng(0x51);
+        let mut rng = Rng::with_seed(0x51);
         let mut h = hub.hasher();
         let mut reference = Md5::new();
         let mut parts = Vec::new();
         let mut at = 0;
         while at < 40_000 {
-            let len = 1 + rng.below(63);
+            let len = 1 + rng.usize(..63);
             parts.push((data[at..at + len].to_vec(), 0..len));
             reference.update(&data[at..at + len]);
             at += len;

@@ -2,25 +2,15 @@
 //! lengths around every block boundary, random data at random offsets, and
 //! lanes of different lengths that finish at different times.
 
+use fastrand::Rng;
 use md5::{Digest, Md5};
 use md5x::{BLOCK, Kernel};
 
-/// xorshift64*: deterministic, seedable test randomness.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| (self.next() >> 56) as u8).collect()
-    }
+/// `n` bytes of seeded test randomness.
+fn bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
+    let mut v = vec![0; n];
+    rng.fill(&mut v);
+    v
 }
 
 fn md5_crate(data: &[u8]) -> [u8; 16] {
@@ -75,10 +65,10 @@ fn detection_selects_the_widest_usable_kernel() {
 
 #[test]
 fn one_shot_matches_md5_crate_at_odd_lengths() {
-    let mut rng = Rng(0x1234_5678);
-    let data = rng.bytes((1 << 20) + 64 + 13);
+    let mut rng = Rng::with_seed(0x1234_5678);
+    let data = bytes(&mut rng, (1 << 20) + 64 + 13);
     for &n in ODD_LENGTHS {
-        let off = rng.below(64);
+        let off = rng.usize(..64);
         let m = &data[off..off + n];
         let want = md5_crate(m);
         assert_eq!(md5x::digest(m), want, "{n} bytes");
@@ -90,8 +80,8 @@ fn one_shot_matches_md5_crate_at_odd_lengths() {
 
 #[test]
 fn every_kernel_matches_md5_crate_on_unequal_lanes() {
-    let mut rng = Rng(0xdead_beef);
-    let pool = rng.bytes(4 << 20);
+    let mut rng = Rng::with_seed(0xdead_beef);
+    let pool = bytes(&mut rng, 4 << 20);
     for &k in kernels() {
         for round in 0..6 {
             // More inputs than lanes; every odd length once, plus random
@@ -102,14 +92,14 @@ fn every_kernel_matches_md5_crate_on_unequal_lanes() {
                     if i < ODD_LENGTHS.len() && round % 2 == 0 {
                         ODD_LENGTHS[(i + round) % ODD_LENGTHS.len()]
                     } else {
-                        rng.below(300_000)
+                        rng.usize(..300_000)
                     }
                 })
                 .collect();
             let inputs: Vec<&[u8]> = lens
                 .iter()
                 .map(|&n| {
-                    let off = rng.below(pool.len() - n);
+                    let off = rng.usize(..pool.len() - n);
                     &pool[off..off + n]
                 })
                 .collect();
@@ -124,19 +114,19 @@ fn every_kernel_matches_md5_crate_on_unequal_lanes() {
 
 #[test]
 fn compress_lanes_matches_reference_for_every_lane_count() {
-    let mut rng = Rng(77);
-    let pool = rng.bytes(64 * 40 * 16 + 4096);
+    let mut rng = Rng::with_seed(77);
+    let pool = bytes(&mut rng, 64 * 40 * 16 + 4096);
     for &k in kernels() {
         for n in 1..=k.lanes() {
-            let blocks = 1 + rng.below(40);
+            let blocks = 1 + rng.usize(..40);
             let data: Vec<&[u8]> = (0..n)
                 .map(|_| {
-                    let off = rng.below(pool.len() - blocks * BLOCK);
+                    let off = rng.usize(..pool.len() - blocks * BLOCK);
                     &pool[off..off + blocks * BLOCK]
                 })
                 .collect();
             let start: Vec<[u32; 4]> = (0..n)
-                .map(|_| core::array::from_fn(|_| rng.next() as u32))
+                .map(|_| core::array::from_fn(|_| rng.u32(..)))
                 .collect();
             let mut got = start.clone();
             k.compress_lanes(&mut got, &data, blocks);
@@ -151,7 +141,7 @@ fn compress_lanes_matches_reference_for_every_lane_count() {
 
 #[test]
 fn lanes_may_point_at_the_same_bytes() {
-    let data = Rng(5).bytes(64 * 9);
+    let data = bytes(&mut Rng::with_seed(5), 64 * 9);
     for &k in kernels() {
         let n = k.lanes();
         let inputs: Vec<&[u8]> = (0..n).map(|_| &data[..]).collect();

@@ -9,10 +9,10 @@
 //! for a group, 64 bytes of every output are accumulated in registers while
 //! the inputs are read once (so each input load and nibble split serves the
 //! whole group) and then stored once. When several groups are needed, the
-//! columns are processed in windows (see [`super::window`]) so the later
+//! columns are processed in windows (see [`super::walk::window`]) so the later
 //! groups re-read the inputs from cache. The columns are walked upwards, or
 //! downwards when that avoids 4K aliasing between the stores of one step and
-//! the loads of the next (see [`super::descending`]). Bytes past the last
+//! the loads of the next (see [`super::walk::descending`]). Bytes past the last
 //! 32-byte vector go through the portable kernel.
 //!
 //! Cost per 32-byte vector: per input one load, one shift and two ANDs; per
@@ -27,7 +27,8 @@
 
 use core::arch::x86_64::*;
 
-use super::{Coeffs, checked_len, down_groups, groups, scalar, window};
+use super::walk::{down_groups, groups, window};
+use super::{Coeffs, checked_len, scalar};
 
 /// Vector width in bytes.
 const V: usize = 32;
@@ -43,7 +44,7 @@ pub(super) fn apply(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
     };
     let vec_len = len - len % V;
     if vec_len > 0 {
-        // Bit n: group n walks down (see `super::descending`).
+        // Bit n: group n walks down (see `super::walk::descending`).
         let downs = down_groups(inputs, outputs, GMAX, usize::MAX, |_| 2 * V);
         let win = window(c.cols(), c.rows(), GMAX, vec_len, 2 * V);
         let mut start = 0;
@@ -101,7 +102,7 @@ fn mul(tl: __m256i, th: __m256i, lo: __m256i, hi: __m256i) -> __m256i {
 
 /// One group of `G` outputs (`outs`, rows `o0..o0 + G`) over bytes
 /// `start..end`, `U` vectors per output at a time, from the last column to
-/// the first if `down` (see [`super::descending`]).
+/// the first if `down` (see [`super::walk::descending`]).
 ///
 /// # Safety
 /// - every slice of `inputs` and `outs` is at least `end` bytes long and

@@ -7,17 +7,18 @@
 //! vector of a shard uses byte-masked loads and stores instead of a scalar
 //! tail. 32 registers allow groups of up to [`GMAX`] outputs, each with two
 //! accumulators. The columns are walked in the direction
-//! [`super::descending`] picks.
+//! [`super::walk::descending`] picks.
 
 use core::arch::x86_64::*;
 
-use super::{Coeffs, checked_len, down_groups, groups, window};
+use super::walk::{down_groups, groups, window};
+use super::{Coeffs, checked_len};
 
 /// Vector width in bytes.
 const V: usize = 64;
 /// Largest group of outputs kept in registers (2 x GMAX accumulators).
 const GMAX: usize = 8;
-/// Walks down (see `super::descending`) only with at most this many inputs:
+/// Walks down (see `super::walk::descending`) only with at most this many inputs:
 /// with more, walking down cost time on Zen 5 even with no aliasing to avoid
 /// (4% at 12+4 and 16+4 at MinIO's shape, 20-27% at 12+4 with 1 MiB shards).
 const DOWN_MAX_INPUTS: usize = 8;
@@ -32,7 +33,7 @@ pub(super) fn apply(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
         return;
     }
     let win = window(c.cols(), c.rows(), GMAX, len, 2 * V);
-    // Bit n: group n walks down (see `super::descending`).
+    // Bit n: group n walks down (see `super::walk::descending`).
     let downs = down_groups(inputs, outputs, GMAX, DOWN_MAX_INPUTS, |_| 2 * V);
     let mut start = 0;
     while start < len {
@@ -84,7 +85,7 @@ unsafe fn tables(t: *const u8) -> (__m512i, __m512i) {
 }
 
 /// One group of `G` outputs over bytes `start..end` (any length), from the
-/// last column to the first if `down` (see [`super::descending`]).
+/// last column to the first if `down` (see [`super::walk::descending`]).
 ///
 /// # Safety
 /// - every slice of `inputs` and `outs` is at least `end` bytes long;

@@ -19,17 +19,18 @@
 //!
 //! Both are usually limited by cache bandwidth rather than by the two
 //! GF2P8AFFINEQB pipes once shards exceed the L1 cache. Both walk the columns
-//! in the direction [`super::descending`] picks.
+//! in the direction [`super::walk::descending`] picks.
 
 use core::arch::x86_64::*;
 
-use super::{Coeffs, checked_len, down_groups, groups, scalar, window};
+use super::walk::{down_groups, groups, window};
+use super::{Coeffs, checked_len, scalar};
 
 /// Largest output group of the zmm form.
 const GMAX_ZMM: usize = 8;
 /// Largest output group of the ymm form (16 registers).
 const GMAX_YMM: usize = 4;
-/// The zmm form walks down (see `super::descending`) only with at most this
+/// The zmm form walks down (see `super::walk::descending`) only with at most this
 /// many inputs: with more, walking down cost it time on Zen 5 even with no
 /// aliasing to avoid (19% at 12+4 and 40-65% at 16+4 at MinIO's shape,
 /// 1.5-5x at 12+4 with 1 MiB shards), where the ymm form lost nothing.
@@ -55,7 +56,7 @@ pub(super) fn apply_zmm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
         return;
     }
     let win = window(c.cols(), c.rows(), GMAX_ZMM, len, 128);
-    // Bit n: group n walks down (see `super::descending`). Groups of 3-4
+    // Bit n: group n walks down (see `super::walk::descending`). Groups of 3-4
     // outputs take 4 vectors per step, the others 2 (see the match below).
     let downs = down_groups(inputs, outputs, GMAX_ZMM, ZMM_DOWN_MAX_INPUTS, |g| {
         if (3..=4).contains(&g) { 256 } else { 128 }
@@ -89,7 +90,7 @@ pub(super) fn apply_zmm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
 
 /// One group of `G` outputs over bytes `start..end` (any length), zmm form,
 /// `U` vectors per output at a time, from the last column to the first if
-/// `down` (see [`super::descending`]).
+/// `down` (see [`super::walk::descending`]).
 ///
 /// # Safety
 /// - every slice of `inputs` and `outs` is at least `end` bytes long;
@@ -258,7 +259,7 @@ pub(super) fn apply_ymm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
     let vec_len = len - len % V;
     if vec_len > 0 {
         let win = window(c.cols(), c.rows(), GMAX_YMM, vec_len, 2 * V);
-        // Bit n: group n walks down (see `super::descending`).
+        // Bit n: group n walks down (see `super::walk::descending`).
         let downs = down_groups(inputs, outputs, GMAX_YMM, usize::MAX, |_| 2 * V);
         let mut start = 0;
         while start < vec_len {
@@ -288,7 +289,7 @@ pub(super) fn apply_ymm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
 }
 
 /// One group of `G` outputs over bytes `start..end`, ymm form, from the
-/// last column to the first if `down` (see [`super::descending`]).
+/// last column to the first if `down` (see [`super::walk::descending`]).
 ///
 /// # Safety
 /// - every slice of `inputs` and `outs` is at least `end` bytes long and

@@ -10,7 +10,8 @@
 
 use core::arch::aarch64::*;
 
-use super::{Coeffs, checked_len, groups, scalar, window};
+use super::walk::{groups, window};
+use super::{Coeffs, checked_len, scalar};
 
 /// Vector width in bytes.
 const V: usize = 16;

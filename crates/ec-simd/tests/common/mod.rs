@@ -8,46 +8,15 @@ use std::sync::Once;
 
 use ec_simd::{Kernel, KernelStatus, ReedSolomon};
 
-/// SplitMix64: tiny, seedable, good enough for test data. Every test prints
-/// its seed in its assertion messages so a failure can be replayed.
-pub struct Rng(u64);
+/// The seeded test randomness. Every test prints its seed in its assertion
+/// messages so a failure can be replayed.
+pub use fastrand::Rng;
 
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `lo..=hi`.
-    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + (self.next_u64() % (hi - lo + 1) as u64) as usize
-    }
-
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let v = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&v[..chunk.len()]);
-        }
-    }
-
-    /// `n` distinct indices out of `0..total`, sorted.
-    pub fn pick(&mut self, total: usize, n: usize) -> Vec<usize> {
-        let mut all: Vec<usize> = (0..total).collect();
-        for i in 0..n {
-            let j = self.range(i, total - 1);
-            all.swap(i, j);
-        }
-        let mut v = all[..n].to_vec();
-        v.sort_unstable();
-        v
-    }
+/// `n` distinct indices out of `0..total`, sorted.
+pub fn pick(rng: &mut Rng, total: usize, n: usize) -> Vec<usize> {
+    let mut v = rng.choose_multiple(0..total, n);
+    v.sort_unstable();
+    v
 }
 
 /// Every kernel this host runs (reference included). Kernels the host cannot
@@ -57,14 +26,15 @@ impl Rng {
 /// test.
 pub fn kernels() -> Vec<Kernel> {
     static REPORTED: Once = Once::new();
-    for r in Kernel::self_test_report() {
+    let report = Kernel::detection_report();
+    for r in &report.kernels {
         if let KernelStatus::Failed(why) = &r.status {
             panic!("kernel {} failed its self-test: {why}", r.name);
         }
     }
     REPORTED.call_once(|| {
         let mut err = std::io::stderr().lock();
-        for r in Kernel::self_test_report() {
+        for r in &report.kernels {
             if r.status != KernelStatus::Passed {
                 let _ = writeln!(
                     err,
@@ -114,7 +84,7 @@ impl Buffers {
     /// `misaligned`, else 0.
     pub fn new(rng: &mut Rng, n: usize, len: usize, misaligned: bool) -> Self {
         let offsets: Vec<usize> = (0..n)
-            .map(|_| if misaligned { rng.range(1, 63) } else { 0 })
+            .map(|_| if misaligned { rng.usize(1..=63) } else { 0 })
             .collect();
         let backing = offsets.iter().map(|&o| vec![0u8; o + len + 64]).collect();
         Self {
