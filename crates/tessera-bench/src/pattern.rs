@@ -190,9 +190,6 @@ impl Pattern {
 #[derive(Debug, Clone)]
 pub struct Rng(fastrand::Rng);
 
-/// The name `units.rs` gives [`Rng`].
-pub type SplitMix64 = Rng;
-
 impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(fastrand::Rng::with_seed(seed))

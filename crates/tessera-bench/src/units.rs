@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::pattern::SplitMix64;
+use crate::pattern::Rng;
 
 /// The largest object a single PUT may carry (S3's limit).
 pub const MAX_PUT_SIZE: u64 = 5 << 30;
@@ -147,7 +147,7 @@ impl SizeSpec {
     }
 
     /// Draws one size.
-    pub fn sample(&self, rng: &mut SplitMix64) -> u64 {
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
         match *self {
             SizeSpec::Fixed(n) => n,
             SizeSpec::Range { lo, hi } => {

@@ -55,29 +55,24 @@ pub fn authenticate<B>(
     }
 }
 
-/// xorshift64*: deterministic, seeded, good enough to pick test inputs.
-pub struct Rng(u64);
+/// The tests' seeded generator: `fastrand`'s, with the draws they use.
+pub struct Rng(fastrand::Rng);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+        Rng(fastrand::Rng::with_seed(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.0.u64(..)
     }
 
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        self.0.usize(..n)
     }
 
     pub fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
+        self.0.usize(lo..=hi)
     }
 
     pub fn chance(&mut self, percent: usize) -> bool {
