@@ -5,7 +5,7 @@
 //!   command README.md names and `.ci/run` calls).
 //! - `cargo xtask bench [--quick]`: the kernel benchmarks (criterion) and the
 //!   Go benchmarks of the libraries MinIO uses, side by side in one run.
-//! - `cargo xtask bench-server [--quick|--smoke] [--write-doc]`: the
+//! - `cargo xtask bench-server [--quick|--smoke|--scorecard] [--write-doc]`: the
 //!   side-by-side server harness (Tessera and MinIO on the same fresh drives,
 //!   `tessera-bench harness`), built in release mode; MinIO is installed first
 //!   when absent.
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
                  tasks:\n  \
                  ci               fmt, clippy, cross-target checks, all tests, benchmarks in test mode\n  \
                  bench [--quick]  criterion kernel benchmarks and the Go (MinIO library) benchmarks\n  \
-                 bench-server [--quick|--smoke] [--write-doc]\n                   \
+                 bench-server [--quick|--smoke|--scorecard] [--write-doc]\n                   \
                   Tessera and MinIO side by side (tessera-bench harness)\n  \
                  tools [--update] install the MinIO server and mc into target/tools/bin\n  \
                  clients [ARGS]   the boto3, aws-cli and mc suites against the tessera binary\n                   \
