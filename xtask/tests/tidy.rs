@@ -293,13 +293,19 @@ fn crates_without_unsafe_forbid_it() {
         let manifest = read(&dir.join("Cargo.toml"));
         if may_use_unsafe {
             // Its own lint table: unsafe blocks documented and scoped.
-            let clippy = section(&manifest, "lints.clippy").join("\n").replace(' ', "");
+            let clippy = section(&manifest, "lints.clippy")
+                .join("\n")
+                .replace(' ', "");
             let rust = section(&manifest, "lints.rust").join("\n").replace(' ', "");
             if !clippy.contains("undocumented_unsafe_blocks=\"deny\"") {
-                problems.push(format!("`{name}` allows unsafe but not deny(undocumented_unsafe_blocks)"));
+                problems.push(format!(
+                    "`{name}` allows unsafe but not deny(undocumented_unsafe_blocks)"
+                ));
             }
             if !rust.contains("unsafe_op_in_unsafe_fn=\"deny\"") {
-                problems.push(format!("`{name}` allows unsafe but not deny(unsafe_op_in_unsafe_fn)"));
+                problems.push(format!(
+                    "`{name}` allows unsafe but not deny(unsafe_op_in_unsafe_fn)"
+                ));
             }
         } else if !section(&manifest, "lints")
             .iter()
@@ -351,16 +357,27 @@ fn every_path_the_docs_name_exists() {
     let mut problems = Vec::new();
     for page in doc_pages() {
         for name in backticked(&read(&page)) {
-            let is_repo_path = ["crates/", "docs/", "xtask/", "benches/", "tests/", "packaging/", ".ci/"]
-                .iter()
-                .any(|top| name.starts_with(top));
+            let is_repo_path = [
+                "crates/",
+                "docs/",
+                "xtask/",
+                "benches/",
+                "tests/",
+                "packaging/",
+                ".ci/",
+            ]
+            .iter()
+            .any(|top| name.starts_with(top));
             // Globs and placeholders (`crates/*`, `<bucket>`) name no one file.
             if !is_repo_path || name.contains(['*', '<', ' ', '{']) {
                 continue;
             }
             let path = name.split(':').next().unwrap_or(&name);
             if !root.join(path).exists() {
-                problems.push(format!("{} names `{name}`, which does not exist", relative(&page)));
+                problems.push(format!(
+                    "{} names `{name}`, which does not exist",
+                    relative(&page)
+                ));
             }
         }
     }
@@ -402,7 +419,9 @@ fn no_comment_cites_a_dated_benchmark_sitting() {
         }
         for (number, line) in read(&file).lines().enumerate() {
             let comment = line.trim_start();
-            if (comment.starts_with("//") || comment.starts_with("*")) && cites_a_dated_sitting(line) {
+            if (comment.starts_with("//") || comment.starts_with("*"))
+                && cites_a_dated_sitting(line)
+            {
                 problems.push(format!(
                     "{}:{}: a comment cites a dated sitting; say the fact and how to measure it again",
                     relative(&file),
