@@ -321,6 +321,13 @@ impl Gateway {
         B::Error: std::fmt::Display,
     {
         self.check_headers(ctx)?;
+        // MinIO's admin API (what `mc admin` sends) is not served: a clear
+        // answer before routing or authentication, which would otherwise
+        // read its path as bucket `minio` and its signing as S3's.
+        if let Some(e) = admin_api(ctx.parts.uri.path()) {
+            ctx.api = "AdminAPI";
+            return Err(e);
+        }
         self.route(ctx)?;
         // Before the body is read or the signature checked: both cost
         // memory and CPU that the bound is there to limit.
@@ -427,6 +434,21 @@ impl Gateway {
         ctx.query = parse_query(uri.query().unwrap_or(""))?;
         Ok(())
     }
+}
+
+/// The answer to a request for MinIO's admin API (`/minio/admin/...`), by
+/// any method and under any host, as MinIO routes it.
+fn admin_api(raw_path: &str) -> Option<S3Error> {
+    if raw_path != "/minio/admin" && !raw_path.starts_with("/minio/admin/") {
+        return None;
+    }
+    // The path is echoed for the operator, cut short: a long one names the
+    // same API.
+    let shown: String = raw_path.chars().take(128).collect();
+    Some(S3Error::with_message(
+        "NotImplemented",
+        format!("The MinIO admin API ({shown}) is not implemented by Tessera"),
+    ))
 }
 
 /// Decodes a query string (`+` is a space, as Go's `url.ParseQuery`, which

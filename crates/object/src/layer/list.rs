@@ -21,15 +21,19 @@ use drive::{Drive, DriveError};
 use tokio::task::JoinSet;
 
 use super::error::{Error, Result};
-use super::names::object_dir;
+use super::names::{object_dir, prefix_names_no_key};
 use super::set::{ErasureSet, MAX_XL_META, Metas, XL_META, object_info};
 use super::types::VersionSel;
 use crate::xlmeta::{Journal, META_ETAG, Version, VersionKind, XlMeta};
 
 /// Most keys a page may ask for (S3's limit).
 pub const MAX_KEYS: usize = 1000;
-/// Longest prefix, delimiter or marker accepted.
+/// Longest delimiter accepted.
 const MAX_ARG_BYTES: usize = 1024;
+/// Longest prefix or marker accepted: past S3's key limit (a longer prefix
+/// is a valid request naming no key, a longer marker still positions the
+/// page), a sanity bound on what a page compares against.
+const MAX_POSITION_BYTES: usize = 16 << 10;
 /// Bytes of each `xl.meta` a walk reads: the metadata of an object with a
 /// few versions, and the inline data of small ones. A longer file whose
 /// metadata does not fit is read whole afterwards.
@@ -167,13 +171,15 @@ impl Walked {
 }
 
 fn check_args(opts: &ListOptions) -> Result<usize> {
-    for (what, s) in [
-        ("prefix", Some(opts.prefix.as_str())),
-        ("delimiter", opts.delimiter.as_deref()),
-        ("marker", opts.marker.as_deref()),
+    for (what, s, limit) in [
+        ("prefix", Some(opts.prefix.as_str()), MAX_POSITION_BYTES),
+        ("delimiter", opts.delimiter.as_deref(), MAX_ARG_BYTES),
+        ("marker", opts.marker.as_deref(), MAX_POSITION_BYTES),
     ] {
+        // A NUL is refused only in a delimiter: a prefix or marker holding
+        // one names no key but is a valid request.
         if let Some(s) = s
-            && (s.len() > MAX_ARG_BYTES || s.contains('\0'))
+            && (s.len() > limit || (what == "delimiter" && s.contains('\0')))
         {
             return Err(Error::InvalidObjectName(
                 s.chars().take(64).collect(),
@@ -636,6 +642,9 @@ pub(crate) async fn list_objects(
 ) -> Result<ListResult> {
     let max = check_args(opts)?;
     let mut res = ListResult::default();
+    if prefix_names_no_key(&opts.prefix) {
+        return Ok(res);
+    }
     let mut after = opts.marker.clone();
     let mut count = 0;
     loop {
@@ -726,6 +735,9 @@ pub(crate) async fn list_versions(
 ) -> Result<ListVersionsResult> {
     let max = check_args(opts)?;
     let mut res = ListVersionsResult::default();
+    if prefix_names_no_key(&opts.prefix) {
+        return Ok(res);
+    }
     // With a version marker, the marker key's older versions come first.
     let mut after = opts.marker.clone();
     let mut resume: Option<(String, VersionSel)> = match (&opts.marker, version_marker) {

@@ -74,6 +74,30 @@ pub fn check_key(key: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether no key [`check_key`] accepts starts with `prefix`. A listing
+/// with such a prefix is empty and walks nothing: its directory part may be
+/// a path no drive accepts (`/`, `./`, `a/../`).
+pub fn prefix_names_no_key(prefix: &str) -> bool {
+    if prefix.len() > MAX_KEY_BYTES || prefix.contains('\0') || prefix.starts_with('/') {
+        return true;
+    }
+    // The segments before the last `/` are whole segments of any key with
+    // this prefix; the part after it may still grow into a valid one (`.`
+    // into `.a`), so only its length counts.
+    let Some(i) = prefix.rfind('/') else {
+        return false;
+    };
+    prefix[i + 1..].len() > MAX_SEGMENT_BYTES
+        || prefix[..i].split('/').any(|seg| {
+            seg.is_empty()
+                || seg == "."
+                || seg == ".."
+                || seg.len() > MAX_SEGMENT_BYTES
+                || seg == "xl.meta"
+                || seg.ends_with("__XLDIR__")
+        })
+}
+
 /// The directory (relative to the bucket volume) that holds an object's
 /// `xl.meta`: the key itself, with a directory object's trailing `/`
 /// encoded as MinIO does (`a/b/` -> `a/b__XLDIR__`).
@@ -133,6 +157,49 @@ mod tests {
             &"s".repeat(256),
         ] {
             assert!(check_key(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn prefixes_that_name_no_key() {
+        let seg = "s".repeat(255);
+        for live in [
+            "",
+            "a",
+            "a/",
+            "a/b",
+            ".",
+            "..",
+            "a/.",
+            "a/..",
+            "a/.h",
+            "ü/",
+            &seg,
+            &format!("{seg}/{seg}"),
+        ] {
+            assert!(!prefix_names_no_key(live), "{live:?}");
+            // The prefix does name a key: itself grown by one byte, or
+            // itself when its last segment is full.
+            check_key(&format!("{live}x"))
+                .or_else(|_| check_key(live))
+                .unwrap_or_else(|e| panic!("{live:?}: {e}"));
+        }
+        for dead in [
+            "/",
+            "/a",
+            "./",
+            "../",
+            "a/./",
+            "a/../b",
+            "a//",
+            "a\0",
+            "x/xl.meta/",
+            "d__XLDIR__/",
+            &format!("{seg}s/"),
+            &format!("a/{seg}s"),
+            &"k".repeat(1025),
+        ] {
+            assert!(prefix_names_no_key(dead), "{dead:?}");
         }
     }
 
