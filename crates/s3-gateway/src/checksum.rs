@@ -8,6 +8,7 @@ use sha1::Sha1;
 use sha2::{Digest as _, Sha256};
 
 use crate::auth::ChecksumAlgorithm;
+use crate::error::S3Error;
 
 /// A running checksum of one algorithm.
 #[derive(Clone)]
@@ -83,6 +84,172 @@ pub(crate) fn base64_decode(text: &str) -> Option<Vec<u8>> {
     BASE64.decode(text).ok()
 }
 
+/// The element of a CompleteMultipartUpload `Part` (and of ListParts)
+/// that carries a part's checksum of `alg`.
+pub(crate) fn part_element(alg: ChecksumAlgorithm) -> &'static str {
+    match alg {
+        ChecksumAlgorithm::Crc32 => "ChecksumCRC32",
+        ChecksumAlgorithm::Crc32c => "ChecksumCRC32C",
+        ChecksumAlgorithm::Crc64Nvme => "ChecksumCRC64NVME",
+        ChecksumAlgorithm::Sha1 => "ChecksumSHA1",
+        ChecksumAlgorithm::Sha256 => "ChecksumSHA256",
+    }
+}
+
+/// The object checksum a CompleteMultipartUpload names in an
+/// `x-amz-checksum-*` header: the digest, and the part count when it is
+/// written as a composite (`<base64>-N`).
+pub(crate) struct ObjectChecksum {
+    pub(crate) alg: ChecksumAlgorithm,
+    pub(crate) digest: Vec<u8>,
+    pub(crate) parts: Option<usize>,
+}
+
+/// Takes the `x-amz-checksum-*` header out of a CompleteMultipartUpload
+/// request: there it is the checksum of the object being completed, not of
+/// the XML body, so the body reader must not check the body against it.
+pub(crate) fn take_object_checksum(
+    headers: &mut http::HeaderMap,
+) -> Result<Option<ObjectChecksum>, S3Error> {
+    let mut found = None;
+    for alg in ChecksumAlgorithm::ALL {
+        let Some(v) = headers.remove(alg.header_name()) else {
+            continue;
+        };
+        let invalid = || {
+            S3Error::with_message(
+                "InvalidRequest",
+                format!("Value for {} header is invalid.", alg.header_name()),
+            )
+        };
+        if found.is_some() {
+            return Err(S3Error::with_message(
+                "InvalidRequest",
+                "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
+            ));
+        }
+        let v = v.to_str().map_err(|_| invalid())?;
+        let (b64, parts) = match v.rsplit_once('-') {
+            Some((b, n)) => {
+                let n = n
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=10_000).contains(n))
+                    .ok_or_else(invalid)?;
+                (b, Some(n))
+            }
+            None => (v, None),
+        };
+        let digest = base64_decode(b64)
+            .filter(|d| d.len() == alg.digest_len())
+            .ok_or_else(invalid)?;
+        found = Some(ObjectChecksum { alg, digest, parts });
+    }
+    Ok(found)
+}
+
+/// The composite checksum of parts: the algorithm over the concatenated
+/// raw part digests (S3's COMPOSITE type, written `<base64>-N`).
+pub(crate) fn composite(alg: ChecksumAlgorithm, parts: &[Vec<u8>]) -> Vec<u8> {
+    let mut h = Hasher::new(alg);
+    for p in parts {
+        h.update(p);
+    }
+    base64_decode(&h.finish_base64()).unwrap_or_default()
+}
+
+/// The CRC of a whole object from its parts' CRCs and sizes, without the
+/// data (S3's FULL_OBJECT type); `None` for the SHA algorithms, which do
+/// not combine.
+pub(crate) fn combined_crc(alg: ChecksumAlgorithm, parts: &[(Vec<u8>, u64)]) -> Option<Vec<u8>> {
+    use crc_fast::CrcAlgorithm as C;
+    let (c, width) = match alg {
+        ChecksumAlgorithm::Crc32 => (C::Crc32IsoHdlc, 4),
+        ChecksumAlgorithm::Crc32c => (C::Crc32Iscsi, 4),
+        ChecksumAlgorithm::Crc64Nvme => (C::Crc64Nvme, 8),
+        ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256 => return None,
+    };
+    let mut acc: Option<u64> = None;
+    for (digest, size) in parts {
+        let crc = digest.iter().fold(0u64, |a, b| (a << 8) | u64::from(*b));
+        acc = Some(match acc {
+            None => crc,
+            Some(a) => crc_fast::checksum_combine(c, a, crc, *size),
+        });
+    }
+    let v = acc?;
+    Some(if width == 4 {
+        (v as u32).to_be_bytes().to_vec()
+    } else {
+        v.to_be_bytes().to_vec()
+    })
+}
+
+/// Checks the object checksum a CompleteMultipartUpload names against the
+/// part checksums it lists (`listed`, one per part in order): as a
+/// composite, or for the CRCs as the full-object CRC combined from the
+/// parts' CRCs and stored sizes. Parts are not stored with their checksums
+/// yet, so a request that lists none is taken as is; a mismatch is
+/// `BadDigest`.
+pub(crate) async fn verify_object_checksum(
+    layer: &object::layer::ObjectLayer,
+    (bucket, key, upload_id): (&str, &str, &str),
+    expected: &ObjectChecksum,
+    listed: &[(i64, Option<String>)],
+) -> Result<(), S3Error> {
+    let bad = || {
+        S3Error::with_message(
+            "BadDigest",
+            format!(
+                "The {} you specified did not match the calculated checksum.",
+                expected.alg.header_name()
+            ),
+        )
+    };
+    if expected.parts.is_some_and(|n| n != listed.len()) {
+        return Err(bad());
+    }
+    let mut digests = Vec::with_capacity(listed.len());
+    for (_, v) in listed {
+        match v.as_deref() {
+            None => return Ok(()),
+            Some(v) => digests.push(
+                base64_decode(v.trim())
+                    .filter(|d| d.len() == expected.alg.digest_len())
+                    .ok_or_else(|| S3Error::new("InvalidPart"))?,
+            ),
+        }
+    }
+    if composite(expected.alg, &digests) == expected.digest {
+        return Ok(());
+    }
+    // A value written `-N` names a composite, and the SHAs have no
+    // full-object form.
+    let is_crc = !matches!(
+        expected.alg,
+        ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256
+    );
+    if expected.parts.is_some() || !is_crc {
+        return Err(bad());
+    }
+    // A full-object CRC needs the parts' sizes; an upload that is gone is
+    // left to the completion to answer for.
+    let Ok(stored) = layer.list_parts(bucket, key, upload_id).await else {
+        return Ok(());
+    };
+    let mut with_sizes = Vec::with_capacity(digests.len());
+    for ((n, _), d) in listed.iter().zip(digests) {
+        match stored.iter().find(|p| p.number == *n) {
+            Some(p) => with_sizes.push((d, p.actual_size)),
+            None => return Ok(()),
+        }
+    }
+    match combined_crc(expected.alg, &with_sizes) {
+        Some(full) if full == expected.digest => Ok(()),
+        _ => Err(bad()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +290,61 @@ mod tests {
             }
             assert_eq!(h.finalize()[..], md5::Md5::digest(&data)[..], "step {step}");
         }
+    }
+
+    /// The full-object CRC combined from parts' CRCs and sizes equals the
+    /// CRC of the whole data, for each CRC; the composite is the CRC of the
+    /// concatenated part digests.
+    #[test]
+    fn part_checksums_combine_into_the_object_checksum() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 31 + i / 7) as u8).collect();
+        let cuts = [0, 1, 40_000, 40_001, 99_999, 100_000];
+        for alg in [
+            ChecksumAlgorithm::Crc32,
+            ChecksumAlgorithm::Crc32c,
+            ChecksumAlgorithm::Crc64Nvme,
+        ] {
+            let digest = |d: &[u8]| {
+                let mut h = Hasher::new(alg);
+                h.update(d);
+                base64_decode(&h.finish_base64()).unwrap()
+            };
+            let parts: Vec<(Vec<u8>, u64)> = cuts
+                .windows(2)
+                .map(|w| (digest(&data[w[0]..w[1]]), (w[1] - w[0]) as u64))
+                .collect();
+            assert_eq!(combined_crc(alg, &parts).unwrap(), digest(&data), "{alg:?}");
+            let raw: Vec<Vec<u8>> = parts.iter().map(|p| p.0.clone()).collect();
+            assert_eq!(composite(alg, &raw), digest(&raw.concat()), "{alg:?}");
+        }
+        assert!(combined_crc(ChecksumAlgorithm::Sha256, &[(vec![0; 32], 1)]).is_none());
+    }
+
+    /// A Complete's checksum header: plain or `-N`, taken out of the
+    /// headers; malformed values and two algorithms are refused.
+    #[test]
+    fn object_checksum_header_forms() {
+        let mut h = http::HeaderMap::new();
+        h.insert("x-amz-checksum-crc32c", "yZRlqg==-3".parse().unwrap());
+        let c = take_object_checksum(&mut h).unwrap().unwrap();
+        assert_eq!((c.alg, c.parts), (ChecksumAlgorithm::Crc32c, Some(3)));
+        assert_eq!(c.digest, base64_decode("yZRlqg==").unwrap());
+        assert!(h.is_empty());
+        h.insert("x-amz-checksum-crc32", "yZRlqg==".parse().unwrap());
+        assert_eq!(take_object_checksum(&mut h).unwrap().unwrap().parts, None);
+        for bad in [
+            "yZRl",
+            "yZRlqg==-0",
+            "yZRlqg==-x",
+            "AAAAAAAAAAA=",
+            "yZRlqg==-10001",
+        ] {
+            h.insert("x-amz-checksum-crc32c", bad.parse().unwrap());
+            assert!(take_object_checksum(&mut h).is_err(), "{bad}");
+        }
+        h.insert("x-amz-checksum-crc32c", "yZRlqg==".parse().unwrap());
+        h.insert("x-amz-checksum-crc32", "yZRlqg==".parse().unwrap());
+        assert!(take_object_checksum(&mut h).is_err());
     }
 
     /// Known answers for "123456789" (the CRC catalogue's check values) and

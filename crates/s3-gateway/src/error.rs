@@ -301,6 +301,7 @@ impl From<LayerError> for S3Error {
                     "Resource requested is unreadable or unwritable, please reduce your request rate",
                 )
             }
+            LayerError::PreconditionFailed => S3Error::new("PreconditionFailed"),
             LayerError::NoSuchUpload(u) => S3Error::new("NoSuchUpload").detail("UploadId", u),
             LayerError::InvalidPartNumber(n) => S3Error::invalid_argument(
                 "Part number must be an integer between 1 and 10000, inclusive",

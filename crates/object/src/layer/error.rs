@@ -119,6 +119,10 @@ pub enum Error {
         /// Shards needed.
         needed: usize,
     },
+    /// S3 `PreconditionFailed` (412): a conditional write's condition on
+    /// the key's current version does not hold.
+    #[error("the write's precondition does not hold")]
+    PreconditionFailed,
     /// S3 `NoSuchUpload`.
     #[error("upload {0:?} does not exist")]
     NoSuchUpload(String),

@@ -5,8 +5,9 @@
 
 use tokio::io::AsyncRead;
 
-use super::error::Result;
-use super::types::{ObjectInfo, PutOptions};
+use super::error::{Error, Result};
+use super::set::multipart::{META_COMPLETED_UPLOAD, completed_upload_record};
+use super::types::{CompleteOptions, ObjectInfo, PutOptions};
 use super::{LOCK_TIMEOUT, ObjectLayer, names};
 
 /// Most parts of an upload (S3's limit).
@@ -188,6 +189,32 @@ impl ObjectLayer {
         upload_id: &str,
         parts: &[(i64, String)],
     ) -> Result<ObjectInfo> {
+        self.complete_multipart_upload_with(
+            bucket,
+            key,
+            upload_id,
+            parts,
+            &CompleteOptions::default(),
+        )
+        .await
+    }
+
+    /// [`complete_multipart_upload`](Self::complete_multipart_upload) with
+    /// options: a precondition on the key's current version, checked
+    /// under the object's write lock right before the commit.
+    ///
+    /// An upload already completed with the same part list into the key's
+    /// current version completes again with that version's info (an SDK
+    /// retrying after a lost response), as S3 answers; the precondition is
+    /// not checked again then, as the write it guarded has happened.
+    pub async fn complete_multipart_upload_with(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: &[(i64, String)],
+        opts: &CompleteOptions,
+    ) -> Result<ObjectInfo> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
         let versioned = self.bucket_versioning(bucket).await?;
@@ -202,9 +229,43 @@ impl ObjectLayer {
             .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
             .await?;
         let pool = self.upload_pool(bucket, key, upload_id).await?;
-        self.set_in(pool, key)
-            .complete_multipart(bucket, key, upload_id, parts, versioned)
+        let set = self.set_in(pool, key);
+        if !set.has_upload(bucket, key, upload_id).await? {
+            return self.completed_before(bucket, key, upload_id, parts).await;
+        }
+        if opts.precondition.is_some() {
+            let current = self.pool_for_read(bucket, key, None).await?;
+            self.set_in(current, key)
+                .check_precondition(bucket, key, opts.precondition.as_ref())
+                .await?;
+        }
+        set.complete_multipart(bucket, key, upload_id, parts, versioned)
             .await
+    }
+
+    /// The key's current version when it is what completing `upload_id`
+    /// with `parts` made (the caller holds the object's lock);
+    /// `NoSuchUpload` otherwise.
+    async fn completed_before(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: &[(i64, String)],
+    ) -> Result<ObjectInfo> {
+        let missing = || Error::NoSuchUpload(upload_id.chars().take(64).collect());
+        let pool = self.pool_for_read(bucket, key, None).await?;
+        let current = match self.set_in(pool, key).head(bucket, key, None).await {
+            Ok(info) => info,
+            Err(e) if e.is_not_found() => return Err(missing()),
+            Err(e) => return Err(e),
+        };
+        let record = completed_upload_record(upload_id, parts);
+        if current.internal.get(META_COMPLETED_UPLOAD) == Some(&record) {
+            Ok(current)
+        } else {
+            Err(missing())
+        }
     }
 
     /// Aborts an upload, removing its parts.

@@ -354,6 +354,7 @@ impl ObjectLayer {
                 actual_size: None,
                 actual_size_of: None,
                 caller_etag: false,
+                precondition: None,
             },
         };
         // Stream through a bounded pipe: the reader fills it while the

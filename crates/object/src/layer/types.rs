@@ -5,6 +5,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use uuid::Uuid;
 
+use super::Error;
+
 /// One part of a stored object, as recorded in its `xl.meta`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartInfo {
@@ -99,6 +101,65 @@ pub struct PutOptions {
     /// `trailing_metadata` (an encrypted object's sealed ETag): the layer
     /// then computes no MD5 of the stored bytes.
     pub caller_etag: bool,
+    /// A condition on the key's current version, checked under the
+    /// object's write lock right before the commit, so of two conditional
+    /// writers racing for one key at most one can see it hold.
+    pub precondition: Option<Precondition>,
+}
+
+/// Options of a CompleteMultipartUpload.
+#[derive(Debug, Clone, Default)]
+pub struct CompleteOptions {
+    /// A condition on the key's current version, checked under the
+    /// object's write lock right before the commit (see
+    /// [`PutOptions::precondition`]).
+    pub precondition: Option<Precondition>,
+}
+
+/// A conditional write's condition on the key's current (latest) version;
+/// a latest version that is a delete marker counts as no object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Precondition {
+    /// `If-None-Match: *`: the key has no object
+    /// ([`Error::PreconditionFailed`](super::Error::PreconditionFailed)
+    /// otherwise).
+    Absent,
+    /// `If-Match: <etag>`: the current object's ETag (no quotes) is this
+    /// one, or `*` for any (`NoSuchKey` when there is no object,
+    /// `PreconditionFailed` when the ETag differs).
+    EtagMatches(String),
+}
+
+impl Precondition {
+    /// Whether the condition holds for the key's `current` version (`None`
+    /// when the key has no object or its latest version is a delete
+    /// marker): `PreconditionFailed` when it does not, and `NoSuchKey` for
+    /// `If-Match` on a key with no object, as S3 answers.
+    pub fn check(
+        &self,
+        current: Option<&ObjectInfo>,
+        bucket: &str,
+        key: &str,
+    ) -> Result<(), Error> {
+        let current = current.filter(|c| !c.delete_marker);
+        match (self, current) {
+            (Precondition::Absent, None) => Ok(()),
+            (Precondition::Absent, Some(_)) => Err(Error::PreconditionFailed),
+            (Precondition::EtagMatches(_), None) => Err(Error::NoSuchKey {
+                bucket: bucket.to_owned(),
+                key: key.to_owned(),
+                delete_marker: false,
+            }),
+            (Precondition::EtagMatches(want), Some(c)) => {
+                let want = want.trim().trim_matches('"');
+                if want == "*" || want == c.etag {
+                    Ok(())
+                } else {
+                    Err(Error::PreconditionFailed)
+                }
+            }
+        }
+    }
 }
 
 /// Metadata a body reader fills in at the end of the body; see
@@ -257,4 +318,59 @@ pub enum BucketConfig {
     Encryption,
     /// Bucket tags (`Tagging` XML).
     Tagging,
+}
+
+#[cfg(test)]
+mod precondition_tests {
+    use super::*;
+
+    fn object(etag: &str, delete_marker: bool) -> ObjectInfo {
+        ObjectInfo {
+            bucket: "b".into(),
+            key: "k".into(),
+            version_id: None,
+            delete_marker,
+            is_latest: true,
+            size: 0,
+            etag: etag.into(),
+            mod_time_nanos: 0,
+            content_type: String::new(),
+            metadata: BTreeMap::new(),
+            parts: Vec::new(),
+            data_shards: 2,
+            parity_shards: 2,
+            inline: true,
+            internal: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn absent_holds_only_without_an_object() {
+        let p = Precondition::Absent;
+        assert!(p.check(None, "b", "k").is_ok());
+        assert!(p.check(Some(&object("", true)), "b", "k").is_ok());
+        assert!(matches!(
+            p.check(Some(&object("abc", false)), "b", "k"),
+            Err(Error::PreconditionFailed)
+        ));
+    }
+
+    #[test]
+    fn etag_match_compares_unquoted() {
+        let cur = object("abc-2", false);
+        let p = |s: &str| Precondition::EtagMatches(s.into());
+        assert!(p("\"abc-2\"").check(Some(&cur), "b", "k").is_ok());
+        assert!(p("abc-2").check(Some(&cur), "b", "k").is_ok());
+        assert!(p("*").check(Some(&cur), "b", "k").is_ok());
+        assert!(matches!(
+            p("\"abd-2\"").check(Some(&cur), "b", "k"),
+            Err(Error::PreconditionFailed)
+        ));
+        for none in [None, Some(&object("abc-2", true))] {
+            assert!(matches!(
+                p("abc-2").check(none, "b", "k"),
+                Err(Error::NoSuchKey { .. })
+            ));
+        }
+    }
 }

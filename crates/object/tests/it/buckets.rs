@@ -68,6 +68,7 @@ async fn buckets() {
         actual_size: None,
         actual_size_of: None,
         caller_etag: false,
+        precondition: None,
     };
     l.put_object("two", "src", &mut &body[..], &opts)
         .await

@@ -5,7 +5,8 @@
 //!   `listing`: the S3 operations end to end on real directories;
 //! * `damage`, `commit`, `durability`: drives lost, bitrot, heal, failed
 //!   commits, a crashed writer and a hung drive;
-//! * `locks`, `deployments`: concurrency, pools, storage classes and the
+//! * `locks`, `conditional`, `deployments`: concurrency, conditional writes,
+//!   pools, storage classes and the
 //!   drive backends;
 //! * `put_stream`, `get_pipeline`, `read_cache`: the PUT and GET data paths
 //!   and the read cache;
@@ -20,6 +21,7 @@ mod support;
 
 mod buckets;
 mod commit;
+mod conditional;
 mod damage;
 mod deployments;
 mod durability;

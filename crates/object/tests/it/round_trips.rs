@@ -76,6 +76,7 @@ async fn metadata_and_content_type_are_kept() {
         actual_size: None,
         actual_size_of: None,
         caller_etag: false,
+        precondition: None,
     };
     l.put_object("meta", "k", &mut &b"hello"[..], &opts)
         .await

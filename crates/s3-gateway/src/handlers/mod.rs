@@ -2,6 +2,7 @@
 //! sub-resource named in the query.
 
 mod bucket;
+mod conditional;
 mod list;
 mod multipart;
 mod object;

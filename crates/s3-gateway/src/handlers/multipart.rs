@@ -5,7 +5,7 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body::Body;
 
-use super::object::{announced_size, copy_source, put_options, quoted, set};
+use super::object::{announced_size, check_conditions, copy_source, put_options, quoted, set};
 use super::{body_reader, empty, read_small_body, read_xml, xml_response};
 use crate::body::ResponseBody;
 use crate::encryption;
@@ -199,6 +199,8 @@ where
     // read are of one version.
     let opened = gw.layer.open_object(&sb, &sk, sv).await?;
     let info = opened.info().clone();
+    // `x-amz-copy-source-if-*`, as CopyObject checks them.
+    check_conditions(&ctx.parts.headers, &info, "x-amz-copy-source-")?;
     let src_enc = encryption::existing_key(&info, src_client.as_ref(), cfg)?;
     let (size, segments) = match &src_enc {
         Some(ex) => (encryption::plain_size(&info)?, Some(ex.segments(&info)?)),
@@ -339,11 +341,13 @@ where
     B::Error: std::fmt::Display,
 {
     let id = upload_id(ctx)?;
+    let expected = crate::checksum::take_object_checksum(&mut ctx.parts.headers)?;
     let doc = read_xml(gw, ctx).await?;
     if doc.name != "CompleteMultipartUpload" {
         return Err(S3Error::new("MalformedXML"));
     }
     let mut parts = Vec::new();
+    let mut listed = Vec::new();
     for p in doc.children_named("Part") {
         let n: i64 = p
             .child_text("PartNumber")
@@ -356,6 +360,10 @@ where
             .child_text("ETag")
             .map(|e| e.trim().trim_matches('"').to_owned())
             .ok_or_else(|| S3Error::new("MalformedXML"))?;
+        if let Some(exp) = &expected {
+            let element = crate::checksum::part_element(exp.alg);
+            listed.push((n, p.child_text(element).map(str::to_owned)));
+        }
         parts.push((n, etag));
     }
     if parts.is_empty() {
@@ -370,10 +378,11 @@ where
     if parts.windows(2).any(|w| w[0].0 >= w[1].0) {
         return Err(S3Error::new("InvalidPartOrder"));
     }
-    let info = gw
-        .layer
-        .complete_multipart_upload(ctx.bucket(), ctx.key(), &id, &parts)
-        .await?;
+    if let Some(exp) = &expected {
+        let at = (ctx.bucket(), ctx.key(), id.as_str());
+        crate::checksum::verify_object_checksum(&gw.layer, at, exp, &listed).await?;
+    }
+    let info = super::conditional::complete(gw, ctx, &id, &parts).await?;
     let host = ctx.header("host").unwrap_or("localhost").to_owned();
     let mut w = XmlWriter::new();
     w.root("CompleteMultipartUploadResult")

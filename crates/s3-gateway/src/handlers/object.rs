@@ -161,6 +161,7 @@ where
             .detail("MaxSizeAllowed", max.to_string()));
     }
     let mut opts = put_options(&ctx.parts.headers, Some(size))?;
+    opts.precondition = super::conditional::write_precondition(&ctx.parts.headers)?;
     let sse_mode = encryption::write_mode_for(gw, &ctx.parts.headers, ctx.bucket()).await?;
     let mut reader = body_reader(gw, ctx, (max, "EntityTooLarge"))?;
     // The verified checksum is stored with the object (returned in
@@ -251,8 +252,13 @@ fn etag_matches(list: &str, etag: &str) -> bool {
         .any(|t| t == "*" || t.trim_start_matches("W/").trim_matches('"') == etag)
 }
 
-/// S3's conditional request rules for GET and HEAD.
-fn check_conditions(h: &HeaderMap, info: &ObjectInfo, prefix: &str) -> Result<(), S3Error> {
+/// S3's conditional request rules for GET and HEAD, and (with `prefix`
+/// `x-amz-copy-source-`) for the source of a copy.
+pub(super) fn check_conditions(
+    h: &HeaderMap,
+    info: &ObjectInfo,
+    prefix: &str,
+) -> Result<(), S3Error> {
     let get = |name: &str| -> Option<&str> {
         h.get(format!("{prefix}{name}").as_str())
             .and_then(|v| v.to_str().ok())
@@ -397,7 +403,10 @@ pub(super) async fn get_object<B>(
             return Err(S3Error::new("InvalidPart"));
         };
         let offset: u64 = info.parts[..idx].iter().map(|p| p.size).sum();
-        if info.parts.len() > 1 {
+        // A multipart object (even of one part: its stored ETag is
+        // `md5-N`) tells its part count, and a part of it is partial
+        // content, as S3 answers; a plain object's part 1 is the object.
+        if info.parts.len() > 1 || stored.etag.contains('-') {
             parts_count = Some(info.parts.len());
         }
         if part.size > 0 {
@@ -777,6 +786,7 @@ where
             actual_size: None,
             actual_size_of: None,
             caller_etag: false,
+            precondition: None,
         };
         if sc != "STANDARD" {
             o.metadata

@@ -32,7 +32,7 @@ mod delete;
 mod encode;
 mod get;
 mod heal;
-mod multipart;
+pub(crate) mod multipart;
 mod put;
 mod quorum;
 mod update;

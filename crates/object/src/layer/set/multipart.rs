@@ -33,6 +33,23 @@ use crate::xlmeta::{ErasureParams, Version, XlMeta};
 /// completion).
 const META_UPLOAD_KEY: &str = "x-tessera-internal-multipart-key";
 
+/// Where a completed object records the upload it came from and a digest
+/// of the part list that completed it, so a repeated complete of that
+/// upload (an SDK retrying after a lost response) is recognised: one short
+/// value per version, nothing kept elsewhere.
+pub(crate) const META_COMPLETED_UPLOAD: &str = "x-tessera-internal-completed-upload";
+
+/// The record [`META_COMPLETED_UPLOAD`] holds for an upload completed with
+/// `parts`: the upload id and the SHA-256 of the part numbers and ETags
+/// (quotes dropped, lowercase), so only the same part list matches.
+pub(crate) fn completed_upload_record(upload_id: &str, parts: &[(i64, String)]) -> Vec<u8> {
+    let mut h = Sha256::new();
+    for (n, etag) in parts {
+        h.update(format!("{n}:{};", etag.trim_matches('"').to_ascii_lowercase()).as_bytes());
+    }
+    format!("{upload_id} {}", hex::encode(h.finalize())).into_bytes()
+}
+
 /// Whether `s` is an ETag as parts have: 32 lowercase hex digits.
 fn is_part_etag(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
@@ -405,6 +422,10 @@ impl ErasureSet {
         if let Some(sys) = version.meta_sys.as_mut() {
             sys.remove(META_UPLOAD_KEY);
         }
+        version.set_sys(
+            META_COMPLETED_UPLOAD,
+            completed_upload_record(upload_id, parts),
+        );
         version.set_sys(
             "X-Minio-Internal-actual-size",
             actual_total.to_string().into_bytes(),

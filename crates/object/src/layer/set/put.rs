@@ -77,6 +77,24 @@ async fn take_lock(lock: Option<(&dyn Locker, &str)>) -> Result<Option<LockGuard
 }
 
 impl ErasureSet {
+    /// Checks a conditional write's precondition against the key's latest
+    /// version in this set. The caller holds the object's write lock, so
+    /// nothing can commit between this check and the caller's commit.
+    pub(crate) async fn check_precondition(
+        &self,
+        bucket: &str,
+        key: &str,
+        pre: Option<&Precondition>,
+    ) -> Result<()> {
+        let Some(pre) = pre else { return Ok(()) };
+        let current = match self.head(bucket, key, None).await {
+            Ok(info) => Some(info),
+            Err(Error::NoSuchKey { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        pre.check(current.as_ref(), bucket, key)
+    }
+
     /// PUT: stores `body` as a new version of `bucket`/`key` (the null
     /// version unless `versioned`).
     ///
@@ -153,6 +171,8 @@ impl ErasureSet {
                 ov.set_sys(META_INLINE_DATA, b"true".to_vec());
                 let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
                 let _g = take_lock(lock).await?;
+                self.check_precondition(bucket, key, opts.precondition.as_ref())
+                    .await?;
                 self.commit(bucket, &dir, ov, NewData::Inline(shards), quorum)
                     .await?;
                 return Ok(info);
@@ -187,6 +207,8 @@ impl ErasureSet {
         let info = object_info(bucket, key, &Version::object(ov.clone(), WRITTEN_BY), true);
         let r = async {
             let _g = take_lock(lock).await?;
+            self.check_precondition(bucket, key, opts.precondition.as_ref())
+                .await?;
             let data = NewData::Moved {
                 volume: TMP_VOLUME,
                 path: &tmp_id,
