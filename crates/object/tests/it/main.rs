@@ -6,8 +6,7 @@
 //! * `damage`, `commit`, `durability`: drives lost, bitrot, heal, failed
 //!   commits, a crashed writer and a hung drive;
 //! * `locks`, `conditional`, `deployments`: concurrency, conditional writes,
-//!   pools, storage classes and the
-//!   drive backends;
+//!   pools, storage classes and the drive backends;
 //! * `put_stream`, `get_pipeline`, `read_cache`: the PUT and GET data paths
 //!   and the read cache;
 //! * `fuzz`, `minio_fixtures`: the codecs against damaged input and files
