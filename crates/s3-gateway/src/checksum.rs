@@ -20,13 +20,10 @@ pub(crate) enum Hasher {
 
 impl Hasher {
     pub(crate) fn new(alg: ChecksumAlgorithm) -> Hasher {
-        use crc_fast::CrcAlgorithm as C;
-        match alg {
-            ChecksumAlgorithm::Crc32 => Hasher::Crc(crc_fast::Digest::new(C::Crc32IsoHdlc), 4),
-            ChecksumAlgorithm::Crc32c => Hasher::Crc(crc_fast::Digest::new(C::Crc32Iscsi), 4),
-            ChecksumAlgorithm::Crc64Nvme => Hasher::Crc(crc_fast::Digest::new(C::Crc64Nvme), 8),
-            ChecksumAlgorithm::Sha1 => Hasher::Sha1(Sha1::new()),
-            ChecksumAlgorithm::Sha256 => Hasher::Sha256(Sha256::new()),
+        match (crc_of(alg), alg) {
+            (Some((crc, width)), _) => Hasher::Crc(crc_fast::Digest::new(crc), width),
+            (None, ChecksumAlgorithm::Sha1) => Hasher::Sha1(Sha1::new()),
+            (None, _) => Hasher::Sha256(Sha256::new()),
         }
     }
 
@@ -38,15 +35,35 @@ impl Hasher {
         }
     }
 
-    /// The digest, big-endian for the CRCs, as S3 sends it (base64).
-    pub(crate) fn finish_base64(self) -> String {
+    /// The raw digest, big-endian for the CRCs.
+    pub(crate) fn finish(self) -> Vec<u8> {
         match self {
-            Hasher::Crc(d, 4) => base64_encode(&(d.finalize() as u32).to_be_bytes()),
-            Hasher::Crc(d, _) => base64_encode(&d.finalize().to_be_bytes()),
-            Hasher::Sha1(h) => base64_encode(&h.finalize()),
-            Hasher::Sha256(h) => base64_encode(&h.finalize()),
+            Hasher::Crc(d, width) => crc_bytes(d.finalize(), width),
+            Hasher::Sha1(h) => h.finalize().to_vec(),
+            Hasher::Sha256(h) => h.finalize().to_vec(),
         }
     }
+
+    /// The digest as S3 sends it (base64).
+    pub(crate) fn finish_base64(self) -> String {
+        base64_encode(&self.finish())
+    }
+}
+
+/// The CRC of `alg` and its width in bytes; `None` for the SHAs.
+fn crc_of(alg: ChecksumAlgorithm) -> Option<(crc_fast::CrcAlgorithm, usize)> {
+    use crc_fast::CrcAlgorithm as C;
+    match alg {
+        ChecksumAlgorithm::Crc32 => Some((C::Crc32IsoHdlc, 4)),
+        ChecksumAlgorithm::Crc32c => Some((C::Crc32Iscsi, 4)),
+        ChecksumAlgorithm::Crc64Nvme => Some((C::Crc64Nvme, 8)),
+        ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256 => None,
+    }
+}
+
+/// A CRC value as S3 writes it: big-endian, in its width.
+fn crc_bytes(value: u64, width: usize) -> Vec<u8> {
+    value.to_be_bytes()[8 - width..].to_vec()
 }
 
 /// A running MD5 of a request body (`Content-MD5`), on the single-stream
@@ -155,20 +172,14 @@ pub(crate) fn composite(alg: ChecksumAlgorithm, parts: &[Vec<u8>]) -> Vec<u8> {
     for p in parts {
         h.update(p);
     }
-    base64_decode(&h.finish_base64()).unwrap_or_default()
+    h.finish()
 }
 
 /// The CRC of a whole object from its parts' CRCs and sizes, without the
 /// data (S3's FULL_OBJECT type); `None` for the SHA algorithms, which do
 /// not combine.
 pub(crate) fn combined_crc(alg: ChecksumAlgorithm, parts: &[(Vec<u8>, u64)]) -> Option<Vec<u8>> {
-    use crc_fast::CrcAlgorithm as C;
-    let (c, width) = match alg {
-        ChecksumAlgorithm::Crc32 => (C::Crc32IsoHdlc, 4),
-        ChecksumAlgorithm::Crc32c => (C::Crc32Iscsi, 4),
-        ChecksumAlgorithm::Crc64Nvme => (C::Crc64Nvme, 8),
-        ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256 => return None,
-    };
+    let (c, width) = crc_of(alg)?;
     let mut acc: Option<u64> = None;
     for (digest, size) in parts {
         let crc = digest.iter().fold(0u64, |a, b| (a << 8) | u64::from(*b));
@@ -177,12 +188,7 @@ pub(crate) fn combined_crc(alg: ChecksumAlgorithm, parts: &[(Vec<u8>, u64)]) -> 
             Some(a) => crc_fast::checksum_combine(c, a, crc, *size),
         });
     }
-    let v = acc?;
-    Some(if width == 4 {
-        (v as u32).to_be_bytes().to_vec()
-    } else {
-        v.to_be_bytes().to_vec()
-    })
+    Some(crc_bytes(acc?, width))
 }
 
 /// Checks the object checksum a CompleteMultipartUpload names against the
@@ -225,11 +231,7 @@ pub(crate) async fn verify_object_checksum(
     }
     // A value written `-N` names a composite, and the SHAs have no
     // full-object form.
-    let is_crc = !matches!(
-        expected.alg,
-        ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256
-    );
-    if expected.parts.is_some() || !is_crc {
+    if expected.parts.is_some() || crc_of(expected.alg).is_none() {
         return Err(bad());
     }
     // A full-object CRC needs the parts' sizes; an upload that is gone is
@@ -307,7 +309,7 @@ mod tests {
             let digest = |d: &[u8]| {
                 let mut h = Hasher::new(alg);
                 h.update(d);
-                base64_decode(&h.finish_base64()).unwrap()
+                h.finish()
             };
             let parts: Vec<(Vec<u8>, u64)> = cuts
                 .windows(2)
@@ -377,13 +379,13 @@ mod tests {
         let mut h = Hasher::new(ChecksumAlgorithm::Sha1);
         h.update(b"abc");
         assert_eq!(
-            base64_decode(&h.finish_base64()).unwrap(),
+            h.finish(),
             hex::decode("a9993e364706816aba3e25717850c26c9cd0d89d").unwrap()
         );
         let mut h = Hasher::new(ChecksumAlgorithm::Sha256);
         h.update(b"abc");
         assert_eq!(
-            base64_decode(&h.finish_base64()).unwrap(),
+            h.finish(),
             hex::decode("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
                 .unwrap()
         );

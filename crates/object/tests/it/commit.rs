@@ -1,5 +1,5 @@
 //! Commit failures: a PUT whose commit steps fail on too many drives is
-//! rolled back everywhere, the previous version reads as before, and
+//! rolled back everywhere, the previous version still reads whole, and
 //! nothing of the new one is left.
 
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use crate::support::*;
 
 /// Shards reach every drive, but two of four drives fail to commit (below
 /// the write quorum of 3): the PUT fails, the drives that did commit are
-/// rolled back, the previous version reads as before, and neither the new
+/// rolled back, the previous version still reads whole, and neither the new
 /// data directory nor anything in the temp area remains.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_commit_rolls_back_everywhere() {

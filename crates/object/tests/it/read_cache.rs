@@ -567,7 +567,7 @@ async fn reads_under_a_moving_limit_stay_whole() {
     // At most one block under the last limit, 1 MiB.
     assert_eq!(s.limit, 1 << 20);
     assert!(s.bytes <= 1 << 20, "{s:?}");
-    // Raised again, the cache fills as before; lowered, it sheds it all.
+    // Raised again, the cache refills up to the new limit; lowered, it sheds it all.
     l.set_read_cache_limit(usize::MAX);
     for _ in 0..3 {
         assert!(get(&l, "rlimit", "k0").await.unwrap() == bodies[0]);
