@@ -115,8 +115,7 @@ where
                 bucket::get_encryption(gw, ctx).await
             } else if ctx.has("tagging") {
                 ctx.api = "GetBucketTagging";
-                gw.layer.head_bucket(ctx.bucket()).await?;
-                Err(S3Error::new("NoSuchTagSet"))
+                tagging::get_bucket(gw, ctx).await
             } else if ctx.has("lifecycle") {
                 ctx.api = "GetBucketLifecycle";
                 gw.layer.head_bucket(ctx.bucket()).await?;
@@ -164,8 +163,10 @@ where
             } else if ctx.has("encryption") {
                 ctx.api = "PutBucketEncryption";
                 bucket::put_encryption(gw, ctx).await
+            } else if ctx.has("tagging") {
+                ctx.api = "PutBucketTagging";
+                tagging::put_bucket(gw, ctx).await
             } else if ctx.has("policy")
-                || ctx.has("tagging")
                 || ctx.has("lifecycle")
                 || ctx.has("cors")
                 || ctx.has("encryption")
@@ -186,11 +187,10 @@ where
             if ctx.has("encryption") {
                 ctx.api = "DeleteBucketEncryption";
                 bucket::delete_encryption(gw, ctx).await
-            } else if ctx.has("policy")
-                || ctx.has("tagging")
-                || ctx.has("lifecycle")
-                || ctx.has("cors")
-            {
+            } else if ctx.has("tagging") {
+                ctx.api = "DeleteBucketTagging";
+                tagging::delete_bucket(gw, ctx).await
+            } else if ctx.has("policy") || ctx.has("lifecycle") || ctx.has("cors") {
                 ctx.api = "Unsupported";
                 gw.layer.head_bucket(ctx.bucket()).await?;
                 // Nothing is configured, so there is nothing to delete.
