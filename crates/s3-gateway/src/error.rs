@@ -146,6 +146,10 @@ fn default_of(code: &str) -> (StatusCode, &'static str) {
             S::BAD_REQUEST,
             "The list of parts was not in ascending order. The parts list must be specified in order by part number.",
         ),
+        "InvalidPartNumber" => (
+            S::RANGE_NOT_SATISFIABLE,
+            "The requested partnumber is not satisfiable",
+        ),
         "InvalidRange" => (
             S::RANGE_NOT_SATISFIABLE,
             "The requested range is not satisfiable",

@@ -198,6 +198,25 @@ fn presigned_urls_from_aws_sigv4_verify_until_they_expire() {
     }
 }
 
+#[test]
+fn a_presigned_url_valid_for_zero_seconds_is_expired_at_once() {
+    let verifier = verifier();
+    let mut rng = Rng::new(3);
+    for i in 0..20 {
+        let r = random_request(&mut rng, Some(Duration::ZERO), i % 2 == 0);
+        for at in [r.time, r.time + Duration::from_secs(1)] {
+            let err = authenticate(&verifier, &r.request, at).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    AuthError::AccessDenied(AccessDenied::Expired { expires_in: 0, .. })
+                ),
+                "{err:?}"
+            );
+        }
+    }
+}
+
 /// Each way of changing a signed request after signing, and what it must
 /// give.
 fn tamper(

@@ -140,7 +140,7 @@ fn parse_expires(text: &str) -> Result<u64, AuthError> {
     }
     if value > MAX_PRESIGNED_EXPIRES {
         return Err(AuthError::query_error(
-            "X-Amz-Expires must be less than a week (in seconds) that is; 604800",
+            "X-Amz-Expires must be less than a week (in seconds) that is 604800",
         ));
     }
     Ok(value)

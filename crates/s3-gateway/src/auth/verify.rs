@@ -254,7 +254,9 @@ impl<P: CredentialsProvider> Verifier<P> {
             return Err(AuthError::AccessDenied(AccessDenied::NotYetValid));
         }
         let expires = params.date.plus_secs(params.expires);
-        if now_ts > expires {
+        // A URL valid for zero seconds is expired from the moment it is
+        // signed, as S3 answers it.
+        if params.expires == 0 || now_ts > expires {
             return Err(AuthError::AccessDenied(AccessDenied::Expired {
                 expires_in: params.expires,
                 expires: expires.http_date(),

@@ -240,9 +240,11 @@ fn parse_range(v: &str) -> Option<Range> {
     if end < start {
         return None;
     }
+    // `bytes=0-18446744073709551615` is a valid range of every object: the
+    // length saturates and is cut to the object's size later.
     Some(Range::From {
         offset: start,
-        length: Some(end - start + 1),
+        length: Some((end - start).saturating_add(1)),
     })
 }
 
@@ -400,7 +402,7 @@ pub(super) async fn get_object<B>(
         }
         let idx = usize::try_from(n - 1).unwrap_or(usize::MAX);
         let Some(part) = info.parts.get(idx) else {
-            return Err(S3Error::new("InvalidPart"));
+            return Err(S3Error::new("InvalidPartNumber"));
         };
         let offset: u64 = info.parts[..idx].iter().map(|p| p.size).sum();
         // A multipart object (even of one part: its stored ETag is
@@ -894,6 +896,20 @@ mod tests {
             })
         );
         assert_eq!(parse_range("bytes=-3"), Some(Range::Suffix(3)));
+        assert_eq!(
+            parse_range("bytes=0-18446744073709551615"),
+            Some(Range::From {
+                offset: 0,
+                length: Some(u64::MAX)
+            })
+        );
+        assert_eq!(
+            parse_range("bytes=18446744073709551615-18446744073709551615"),
+            Some(Range::From {
+                offset: u64::MAX,
+                length: Some(1)
+            })
+        );
         for ignored in [
             "bytes=1-2,4-5",
             "items=0-1",
