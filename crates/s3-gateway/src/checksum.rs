@@ -191,67 +191,6 @@ pub(crate) fn combined_crc(alg: ChecksumAlgorithm, parts: &[(Vec<u8>, u64)]) -> 
     Some(crc_bytes(acc?, width))
 }
 
-/// Checks the object checksum a CompleteMultipartUpload names against the
-/// part checksums it lists (`listed`, one per part in order): as a
-/// composite, or for the CRCs as the full-object CRC combined from the
-/// parts' CRCs and stored sizes. Parts are not stored with their checksums
-/// yet, so a request that lists none is taken as is; a mismatch is
-/// `BadDigest`.
-pub(crate) async fn verify_object_checksum(
-    layer: &object::layer::ObjectLayer,
-    (bucket, key, upload_id): (&str, &str, &str),
-    expected: &ObjectChecksum,
-    listed: &[(i64, Option<String>)],
-) -> Result<(), S3Error> {
-    let bad = || {
-        S3Error::with_message(
-            "BadDigest",
-            format!(
-                "The {} you specified did not match the calculated checksum.",
-                expected.alg.header_name()
-            ),
-        )
-    };
-    if expected.parts.is_some_and(|n| n != listed.len()) {
-        return Err(bad());
-    }
-    let mut digests = Vec::with_capacity(listed.len());
-    for (_, v) in listed {
-        match v.as_deref() {
-            None => return Ok(()),
-            Some(v) => digests.push(
-                base64_decode(v.trim())
-                    .filter(|d| d.len() == expected.alg.digest_len())
-                    .ok_or_else(|| S3Error::new("InvalidPart"))?,
-            ),
-        }
-    }
-    if composite(expected.alg, &digests) == expected.digest {
-        return Ok(());
-    }
-    // A value written `-N` names a composite, and the SHAs have no
-    // full-object form.
-    if expected.parts.is_some() || crc_of(expected.alg).is_none() {
-        return Err(bad());
-    }
-    // A full-object CRC needs the parts' sizes; an upload that is gone is
-    // left to the completion to answer for.
-    let Ok(stored) = layer.list_parts(bucket, key, upload_id).await else {
-        return Ok(());
-    };
-    let mut with_sizes = Vec::with_capacity(digests.len());
-    for ((n, _), d) in listed.iter().zip(digests) {
-        match stored.iter().find(|p| p.number == *n) {
-            Some(p) => with_sizes.push((d, p.actual_size)),
-            None => return Ok(()),
-        }
-    }
-    match combined_crc(expected.alg, &with_sizes) {
-        Some(full) if full == expected.digest => Ok(()),
-        _ => Err(bad()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

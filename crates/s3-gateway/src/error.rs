@@ -320,6 +320,10 @@ impl From<LayerError> for S3Error {
                 .detail("MinSizeAllowed", (5u64 << 20).to_string()),
             LayerError::LockTimeout(_) => S3Error::new("SlowDown"),
             LayerError::Body(io) => body_error(io),
+            LayerError::Rejected(why) => match why.downcast::<S3Error>() {
+                Ok(e) => *e,
+                Err(other) => S3Error::internal(other),
+            },
             other => S3Error::internal(other),
         }
     }

@@ -17,6 +17,7 @@ mod admission;
 pub mod auth;
 mod body;
 mod checksum;
+mod checksum_mpu;
 mod encryption;
 mod error;
 mod handlers;

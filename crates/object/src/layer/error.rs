@@ -161,6 +161,11 @@ pub enum Error {
     /// A drive failed in a way no quorum logic absorbs.
     #[error("drive: {0}")]
     Drive(#[from] DriveError),
+    /// A check the caller supplied refused the operation (for example the
+    /// checksum of a multipart object, see
+    /// [`PartsChecksum`](super::PartsChecksum)): the caller's own error.
+    #[error("refused: {0}")]
+    Rejected(Box<dyn std::error::Error + Send + Sync>),
     /// An internal invariant failed (a bug): reported, never a panic.
     #[error("internal error: {0}")]
     Internal(String),

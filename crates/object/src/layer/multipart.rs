@@ -31,6 +31,24 @@ pub struct UploadedPart {
     pub actual_size: u64,
     /// Upload time, nanoseconds since the epoch.
     pub mod_time_nanos: i64,
+    /// The part's checksum as the client sent and the gateway verified it:
+    /// its metadata name (`x-amz-checksum-crc32`, ...) and value (base64).
+    pub checksum: Option<(String, String)>,
+}
+
+/// Where a completed multipart object keeps its parts' checksums (internal
+/// metadata): the checksum's name on the first line, then one value per
+/// part in part order.
+pub const META_PART_CHECKSUMS: &str = "x-tessera-internal-part-checksums";
+
+/// The part checksums a completed object records ([`META_PART_CHECKSUMS`]):
+/// the checksum's name and one value per part, in part order.
+pub fn part_checksums(info: &ObjectInfo) -> Option<(&str, Vec<&str>)> {
+    let text = std::str::from_utf8(info.internal.get(META_PART_CHECKSUMS)?).ok()?;
+    let mut lines = text.lines();
+    let name = lines.next()?;
+    let values: Vec<&str> = lines.collect();
+    (values.len() == info.parts.len()).then_some((name, values))
 }
 
 /// How a part is stored when the stored bytes are not the bytes the client
@@ -47,6 +65,10 @@ pub struct PartOptions {
     /// the stored bytes. An SSE-S3 part's ETag is the MD5 of its plaintext,
     /// as S3 gives it, not of the ciphertext stored.
     pub etag: Option<PartEtag>,
+    /// The part's checksum, known once its body is read (a trailer): the
+    /// first `(name, value)` entry the body's reader has put here when the
+    /// body ends is recorded with the part.
+    pub checksum: Option<super::types::TrailingMetadata>,
 }
 
 /// A part ETag a body reader fills in at the end of the body; see
@@ -239,7 +261,7 @@ impl ObjectLayer {
                 .check_precondition(bucket, key, opts.precondition.as_ref())
                 .await?;
         }
-        set.complete_multipart(bucket, key, upload_id, parts, versioned)
+        set.complete_multipart(bucket, key, upload_id, parts, versioned, opts)
             .await
     }
 

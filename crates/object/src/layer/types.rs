@@ -114,6 +114,30 @@ pub struct CompleteOptions {
     /// object's write lock right before the commit (see
     /// [`PutOptions::precondition`]).
     pub precondition: Option<Precondition>,
+    /// The object's checksum from its parts' checksums, computed under the
+    /// upload's lock once the parts are chosen (see [`PartsChecksum`]).
+    pub checksum: Option<PartsChecksum>,
+}
+
+/// Computes the metadata entries of a completed object's checksum (for
+/// example `x-amz-checksum-crc32` = `<base64>-3`) from the parts chosen
+/// for it, each with its stored checksum; an error refuses the completion.
+/// The layer stores what it returns with the version, like user metadata;
+/// an error comes back as [`Error::Rejected`](super::Error::Rejected).
+#[derive(Clone)]
+pub struct PartsChecksum(pub std::sync::Arc<PartsChecksumFn>);
+
+/// The function of a [`PartsChecksum`].
+pub type PartsChecksumFn = dyn Fn(
+        &[super::multipart::UploadedPart],
+    ) -> std::result::Result<Vec<(String, String)>, Box<dyn std::error::Error + Send + Sync>>
+    + Send
+    + Sync;
+
+impl std::fmt::Debug for PartsChecksum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PartsChecksum(..)")
+    }
 }
 
 /// A conditional write's condition on the key's current (latest) version;

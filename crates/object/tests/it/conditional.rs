@@ -72,6 +72,7 @@ async fn completed_upload_completes_again_with_the_same_version() {
     // still answers the first complete's version.
     let opts = CompleteOptions {
         precondition: Some(Precondition::Absent),
+        ..CompleteOptions::default()
     };
     let again = l
         .complete_multipart_upload_with("mpu", "k", &id, &parts, &opts)

@@ -241,7 +241,7 @@ async fn multipart_uploads() {
             &PartOptions {
                 size: Some(stored.len() as u64),
                 actual_size: Some((5 << 20) - 1000),
-                etag: None,
+                ..PartOptions::default()
             },
         )
         .await
@@ -311,6 +311,7 @@ async fn multipart_caller_given_part_etags() {
             size: Some(body.len() as u64),
             actual_size: None,
             etag: Some(slot),
+            checksum: None,
         };
         let p = l
             .upload_part_with("mpu", "given", &id, n as i64 + 1, &mut &body[..], &opts)
@@ -365,6 +366,89 @@ async fn multipart_caller_given_part_etags() {
             left.is_empty(),
             "tmp area of {} not cleaned: {left:?}",
             d.display()
+        );
+    }
+}
+
+/// Part checksums the body's reader records are kept with the parts,
+/// listed, recorded on the completed object in part order, and handed to
+/// the completion hook, whose entries the object stores; a hook that
+/// refuses leaves the upload in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multipart_part_checksums_and_the_completion_hook() {
+    use object::layer::{CompleteOptions, PartsChecksum, TrailingMetadata, multipart};
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let l = open(&ds).await;
+    l.make_bucket("mpu").await.unwrap();
+    let id = l
+        .create_multipart_upload("mpu", "ck", &PutOptions::default())
+        .await
+        .unwrap();
+    let bodies = [data(5 << 20, 21), data(777, 22)];
+    let mut parts = Vec::new();
+    for (n, body) in bodies.iter().enumerate() {
+        let record = TrailingMetadata::default();
+        // What the gateway's reader does when the body's checksum checks.
+        record
+            .lock()
+            .unwrap()
+            .push(("x-amz-checksum-crc32".into(), format!("value{n}==")));
+        let opts = PartOptions {
+            size: Some(body.len() as u64),
+            checksum: Some(record),
+            ..PartOptions::default()
+        };
+        let p = l
+            .upload_part_with("mpu", "ck", &id, n as i64 + 1, &mut &body[..], &opts)
+            .await
+            .unwrap();
+        parts.push((p.number, p.etag));
+    }
+    let listed = l.list_parts("mpu", "ck", &id).await.unwrap();
+    let sums: Vec<_> = listed
+        .iter()
+        .map(|p| p.checksum.clone().unwrap().1)
+        .collect();
+    assert_eq!(sums, ["value0==", "value1=="]);
+    let refuse = CompleteOptions {
+        checksum: Some(PartsChecksum(std::sync::Arc::new(|_: &[_]| {
+            Err("no".into())
+        }))),
+        ..CompleteOptions::default()
+    };
+    let r = l
+        .complete_multipart_upload_with("mpu", "ck", &id, &parts, &refuse)
+        .await;
+    assert!(matches!(r, Err(Error::Rejected(_))), "{r:?}");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let hook_seen = seen.clone();
+    let accept = CompleteOptions {
+        checksum: Some(PartsChecksum(std::sync::Arc::new(
+            move |chosen: &[object::layer::UploadedPart]| {
+                *hook_seen.lock().unwrap() = chosen.iter().map(|p| p.number).collect::<Vec<_>>();
+                Ok(vec![(
+                    "x-amz-checksum-crc32".to_owned(),
+                    "whole-2".to_owned(),
+                )])
+            },
+        ))),
+        ..CompleteOptions::default()
+    };
+    let info = l
+        .complete_multipart_upload_with("mpu", "ck", &id, &parts, &accept)
+        .await
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), [1, 2]);
+    let head = l.head_object("mpu", "ck", None).await.unwrap();
+    for i in [&info, &head] {
+        assert_eq!(
+            i.metadata.get("x-amz-checksum-crc32").map(String::as_str),
+            Some("whole-2")
+        );
+        assert_eq!(
+            multipart::part_checksums(i),
+            Some(("x-amz-checksum-crc32", vec!["value0==", "value1=="]))
         );
     }
 }

@@ -78,6 +78,7 @@ impl Existing {
             size: Some(dare::encrypted_len(plain_len)),
             actual_size: Some(plain_len),
             etag: Some(enc.etag.clone()),
+            checksum: None,
         };
         Ok((enc, opts))
     }

@@ -57,9 +57,11 @@ pub(super) async fn complete<B>(
     ctx: &Ctx<B>,
     id: &str,
     parts: &[(i64, String)],
+    checksum: Option<object::layer::PartsChecksum>,
 ) -> Result<ObjectInfo, S3Error> {
     let opts = CompleteOptions {
         precondition: write_precondition(&ctx.parts.headers)?,
+        checksum,
     };
     Ok(gw
         .layer

@@ -1,6 +1,7 @@
 //! S3 operations, dispatched on method, bucket/key presence and the
 //! sub-resource named in the query.
 
+mod attributes;
 mod bucket;
 mod conditional;
 mod list;
@@ -237,6 +238,9 @@ where
             } else if ctx.has("tagging") {
                 ctx.api = "GetObjectTagging";
                 tagging::get(gw, ctx).await
+            } else if ctx.has("attributes") {
+                ctx.api = "GetObjectAttributes";
+                attributes::get_attributes(gw, ctx).await
             } else if ctx.has("retention") || ctx.has("legal-hold") {
                 ctx.api = "Unsupported";
                 Err(S3Error::with_message(

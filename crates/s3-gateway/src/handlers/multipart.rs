@@ -7,7 +7,9 @@ use http_body::Body;
 
 use super::object::{announced_size, check_conditions, copy_source, put_options, quoted, set};
 use super::{body_reader, empty, read_small_body, read_xml, xml_response};
+use crate::auth::ChecksumAlgorithm;
 use crate::body::ResponseBody;
+use crate::checksum_mpu::{self, CompleteChecksum, META_UPLOAD_CHECKSUM, UploadChecksum};
 use crate::encryption;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
@@ -69,6 +71,7 @@ where
 {
     let _ = read_small_body(gw, ctx).await?;
     let mut opts = put_options(&ctx.parts.headers, None)?;
+    let checksum = UploadChecksum::from_headers(&ctx.parts.headers)?;
     let mode = encryption::write_mode_for(gw, &ctx.parts.headers, ctx.bucket()).await?;
     let new_key = match &mode {
         Some(m) => {
@@ -80,6 +83,10 @@ where
         }
         None => None,
     };
+    if let Some(c) = checksum {
+        opts.internal
+            .push((META_UPLOAD_CHECKSUM.to_owned(), c.encode()));
+    }
     let id = gw
         .layer
         .create_multipart_upload(ctx.bucket(), ctx.key(), &opts)
@@ -94,7 +101,23 @@ where
     if let Some(nk) = &new_key {
         encryption::mode_headers(r.headers_mut(), nk);
     }
+    if let Some(c) = checksum {
+        c.headers(r.headers_mut());
+    }
     Ok(r)
+}
+
+/// The checksum algorithm a request's body announces: an
+/// `x-amz-checksum-*` header, or the trailer `x-amz-trailer` names.
+fn announced_checksum(h: &http::HeaderMap) -> Option<ChecksumAlgorithm> {
+    ChecksumAlgorithm::ALL
+        .into_iter()
+        .find(|a| h.contains_key(a.header_name()))
+        .or_else(|| {
+            h.get("x-amz-trailer")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| ChecksumAlgorithm::from_header_name(v.trim()))
+        })
 }
 
 pub(super) async fn upload_part<B>(
@@ -120,15 +143,29 @@ where
     let cfg = &gw.config.encryption;
     let client = encryption::client_key(&ctx.parts.headers, encryption::SSEC, cfg)?;
     let existing = encryption::existing_key(&upload, client.as_ref(), cfg)?;
+    checksum_mpu::check_part(
+        UploadChecksum::of(&upload.internal),
+        announced_checksum(&ctx.parts.headers),
+    )?;
     let mut reader = body_reader(gw, ctx, (max, "EntityTooLarge"))?;
+    // The part's verified checksum is kept with it, for the object's
+    // checksum at completion and for ListParts.
+    let trailing = object::layer::TrailingMetadata::default();
+    reader.record_checksum_into(trailing.clone());
     let res = match &existing {
         None => {
+            let opts = object::layer::PartOptions {
+                size: Some(size),
+                checksum: Some(trailing),
+                ..Default::default()
+            };
             gw.layer
-                .upload_part(ctx.bucket(), ctx.key(), &id, n, &mut reader, Some(size))
+                .upload_part_with(ctx.bucket(), ctx.key(), &id, n, &mut reader, &opts)
                 .await
         }
         Some(ex) => {
-            let (mut enc, opts) = ex.part_writer(n, reader, size)?;
+            let (mut enc, mut opts) = ex.part_writer(n, reader, size)?;
+            opts.checksum = Some(trailing);
             let r = gw
                 .layer
                 .upload_part_with(ctx.bucket(), ctx.key(), &id, n, &mut enc, &opts)
@@ -295,6 +332,8 @@ pub(super) async fn list_parts<B>(
             S3Error::invalid_argument("Invalid part number marker", "part-number-marker", m)
         })?,
     };
+    let upload = gw.layer.upload_info(ctx.bucket(), ctx.key(), &id).await?;
+    let checksum = UploadChecksum::of(&upload.internal);
     let parts = gw.layer.list_parts(ctx.bucket(), ctx.key(), &id).await?;
     let after: Vec<_> = parts.iter().filter(|p| p.number > marker).collect();
     let page = &after[..after.len().min(max)];
@@ -320,13 +359,22 @@ pub(super) async fn list_parts<B>(
     }
     w.elem("MaxParts", &max.to_string())
         .elem("IsTruncated", if truncated { "true" } else { "false" });
+    if let Some(c) = checksum {
+        w.elem("ChecksumAlgorithm", checksum_mpu::algorithm_name(c.alg))
+            .elem("ChecksumType", c.type_name());
+    }
     for p in page {
         w.open("Part")
             .elem("PartNumber", &p.number.to_string())
             .elem("LastModified", &iso8601(p.mod_time_nanos))
             .elem("ETag", &quoted(&p.etag))
-            .elem("Size", &p.actual_size.to_string())
-            .close("Part");
+            .elem("Size", &p.actual_size.to_string());
+        if let Some((name, value)) = &p.checksum
+            && let Some(alg) = ChecksumAlgorithm::from_header_name(name)
+        {
+            w.elem(crate::checksum::part_element(alg), value);
+        }
+        w.close("Part");
     }
     w.close("ListPartsResult");
     Ok(xml_response(StatusCode::OK, w.finish()))
@@ -342,12 +390,24 @@ where
 {
     let id = upload_id(ctx)?;
     let expected = crate::checksum::take_object_checksum(&mut ctx.parts.headers)?;
+    // The checksum the upload was created with; an upload already gone
+    // (a retried complete) is answered by the layer.
+    let upload = match gw.layer.upload_info(ctx.bucket(), ctx.key(), &id).await {
+        Ok(info) => UploadChecksum::of(&info.internal),
+        Err(object::layer::Error::NoSuchUpload(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let mut checksum = CompleteChecksum {
+        upload,
+        expected,
+        listed: Vec::new(),
+    };
+    let alg = checksum.algorithm()?;
     let doc = read_xml(gw, ctx).await?;
     if doc.name != "CompleteMultipartUpload" {
         return Err(S3Error::new("MalformedXML"));
     }
     let mut parts = Vec::new();
-    let mut listed = Vec::new();
     for p in doc.children_named("Part") {
         let n: i64 = p
             .child_text("PartNumber")
@@ -360,9 +420,11 @@ where
             .child_text("ETag")
             .map(|e| e.trim().trim_matches('"').to_owned())
             .ok_or_else(|| S3Error::new("MalformedXML"))?;
-        if let Some(exp) = &expected {
-            let element = crate::checksum::part_element(exp.alg);
-            listed.push((n, p.child_text(element).map(str::to_owned)));
+        if let Some(alg) = alg {
+            let element = crate::checksum::part_element(alg);
+            checksum
+                .listed
+                .push((n, p.child_text(element).map(str::to_owned)));
         }
         parts.push((n, etag));
     }
@@ -378,11 +440,8 @@ where
     if parts.windows(2).any(|w| w[0].0 >= w[1].0) {
         return Err(S3Error::new("InvalidPartOrder"));
     }
-    if let Some(exp) = &expected {
-        let at = (ctx.bucket(), ctx.key(), id.as_str());
-        crate::checksum::verify_object_checksum(&gw.layer, at, exp, &listed).await?;
-    }
-    let info = super::conditional::complete(gw, ctx, &id, &parts).await?;
+    let hook = alg.is_some().then(|| checksum.into_hook());
+    let info = super::conditional::complete(gw, ctx, &id, &parts, hook).await?;
     let host = ctx.header("host").unwrap_or("localhost").to_owned();
     let mut w = XmlWriter::new();
     w.root("CompleteMultipartUploadResult")
@@ -392,14 +451,46 @@ where
         )
         .elem("Bucket", ctx.bucket())
         .elem("Key", ctx.key())
-        .elem("ETag", &quoted(&info.etag))
-        .close("CompleteMultipartUploadResult");
+        .elem("ETag", &quoted(&info.etag));
+    let stored = stored_checksum(&info);
+    if let Some((alg, value, kind)) = &stored {
+        w.elem(crate::checksum::part_element(*alg), value)
+            .elem("ChecksumType", kind);
+    }
+    w.close("CompleteMultipartUploadResult");
     let mut r = xml_response(StatusCode::OK, w.finish());
     if let Some(v) = info.version_id {
         set(r.headers_mut(), "x-amz-version-id", &v.to_string());
     }
     completed_encryption_headers(r.headers_mut(), &info);
     Ok(r)
+}
+
+/// An object's stored checksum: its algorithm, value and type
+/// (`COMPOSITE` for a multipart object without a recorded type, and
+/// `FULL_OBJECT` for a single PUT, as S3 reports them).
+pub(super) fn stored_checksum(
+    info: &object::layer::ObjectInfo,
+) -> Option<(ChecksumAlgorithm, String, String)> {
+    let (alg, value) = ChecksumAlgorithm::ALL.into_iter().find_map(|a| {
+        info.metadata
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(a.header_name()))
+            .map(|(_, v)| (a, v.clone()))
+    })?;
+    let kind = info
+        .metadata
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(checksum_mpu::CHECKSUM_TYPE))
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| {
+            if value.contains('-') {
+                "COMPOSITE".to_owned()
+            } else {
+                "FULL_OBJECT".to_owned()
+            }
+        });
+    Some((alg, value, kind))
 }
 
 /// The encryption S3 names in a CompleteMultipartUpload answer: SSE-S3 or

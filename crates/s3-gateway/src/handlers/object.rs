@@ -136,7 +136,7 @@ pub(super) fn quoted(etag: &str) -> String {
     format!("\"{etag}\"")
 }
 
-fn version_param<B>(ctx: &Ctx<B>) -> Result<Option<VersionSel>, S3Error> {
+pub(super) fn version_param<B>(ctx: &Ctx<B>) -> Result<Option<VersionSel>, S3Error> {
     match ctx.q("versionId") {
         None | Some("") => Ok(None),
         Some(v) => VersionSel::parse(v).map(Some).ok_or_else(|| {
@@ -514,23 +514,25 @@ pub(super) async fn get_object<B>(
     if let Some(n) = parts_count {
         set(h, "x-amz-mp-parts-count", &n.to_string());
     }
-    // Checksum mode: the stored full-object checksum, for whole-object
-    // reads only (a range has no stored checksum).
-    if status == StatusCode::OK
-        && !by_part
-        && ctx
-            .header("x-amz-checksum-mode")
-            .is_some_and(|m| m.eq_ignore_ascii_case("enabled"))
-    {
-        for alg in crate::auth::ChecksumAlgorithm::ALL {
-            if let Some((_, v)) = info
-                .metadata
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(alg.header_name()))
-            {
-                set(h, alg.header_name(), v);
-            }
+    // Checksum mode: the stored checksum of the whole object, or of the
+    // part `partNumber` names; a range has no stored checksum.
+    let checksum_mode = ctx
+        .header("x-amz-checksum-mode")
+        .is_some_and(|m| m.eq_ignore_ascii_case("enabled"));
+    if checksum_mode && status == StatusCode::OK && !by_part {
+        if let Some((alg, value, kind)) = super::multipart::stored_checksum(&info) {
+            set(h, alg.header_name(), &value);
+            set(h, "x-amz-checksum-type", &kind);
         }
+    } else if checksum_mode
+        && parts_count.is_some()
+        && let Some(n) = ctx.q("partNumber").and_then(|n| n.parse::<usize>().ok())
+        && let Some((name, values)) = object::layer::multipart::part_checksums(&info)
+        && let Some(alg) = crate::auth::ChecksumAlgorithm::from_header_name(name)
+        && let Some(v) = n.checked_sub(1).and_then(|i| values.get(i))
+    {
+        set(h, alg.header_name(), v);
+        set(h, "x-amz-checksum-type", "COMPOSITE");
     }
     for (q, hname) in OVERRIDES {
         if let Some(v) = ctx.q(q) {

@@ -24,7 +24,8 @@ use super::quorum::check_write_quorum;
 use super::version::{check_metadata, new_version};
 use super::*;
 use crate::layer::multipart::{
-    MAX_PART_SIZE, MAX_PARTS, MIN_PART_SIZE, PartOptions, UploadInfo, UploadedPart,
+    MAX_PART_SIZE, MAX_PARTS, META_PART_CHECKSUMS, MIN_PART_SIZE, PartOptions, UploadInfo,
+    UploadedPart,
 };
 use crate::layer::names::object_dir;
 use crate::xlmeta::{ErasureParams, Version, XlMeta};
@@ -73,11 +74,14 @@ fn check_upload_id(id: &str) -> Result<()> {
 }
 
 fn part_meta_encode(p: &UploadedPart) -> Vec<u8> {
-    format!(
+    let mut text = format!(
         "tessera-part v1\n{}\n{}\n{}\n{}\n{}\n",
         p.number, p.etag, p.size, p.mod_time_nanos, p.actual_size
-    )
-    .into_bytes()
+    );
+    if let Some((name, value)) = &p.checksum {
+        text.push_str(&format!("{name} {value}\n"));
+    }
+    text.into_bytes()
 }
 
 fn part_meta_decode(b: &[u8]) -> Option<UploadedPart> {
@@ -98,12 +102,20 @@ fn part_meta_decode(b: &[u8]) -> Option<UploadedPart> {
         Some(a) => a.parse().ok()?,
         None => size,
     };
+    let checksum = match l.next() {
+        Some(line) => {
+            let (name, value) = line.split_once(' ')?;
+            Some((name.to_owned(), value.to_owned()))
+        }
+        None => None,
+    };
     Some(UploadedPart {
         number,
         etag,
         size,
         actual_size,
         mod_time_nanos,
+        checksum,
     })
 }
 
@@ -271,12 +283,25 @@ impl ErasureSet {
                 }
             }
         }
+        // A checksum name or value that could break the record's lines is
+        // not one the gateway verified: it is not kept.
+        let checksum = opts
+            .checksum
+            .as_ref()
+            .and_then(|t| t.lock().unwrap_or_else(|p| p.into_inner()).first().cloned())
+            .filter(|(n, v)| {
+                let clean = |s: &str| {
+                    !s.is_empty() && s.len() <= 128 && s.bytes().all(|c| c.is_ascii_graphic())
+                };
+                clean(n) && clean(v)
+            });
         let part = UploadedPart {
             number,
             etag,
             size: total,
             actual_size: actual.unwrap_or(total),
             mod_time_nanos: now_nanos(),
+            checksum,
         };
         let base = format!("{}/{upload_id}/{data_dir}", upload_root(bucket, key));
         let meta_bytes = part_meta_encode(&part);
@@ -363,6 +388,7 @@ impl ErasureSet {
         upload_id: &str,
         parts: &[(i64, String)],
         versioned: bool,
+        opts: &CompleteOptions,
     ) -> Result<ObjectInfo> {
         if parts.is_empty() {
             return Err(Error::InvalidPart("no parts given".into()));
@@ -431,6 +457,27 @@ impl ErasureSet {
             actual_total.to_string().into_bytes(),
         );
         version.set_user(crate::xlmeta::META_ETAG, etag.clone());
+        // The parts' checksums, when every part has one of the same kind,
+        // for GetObjectAttributes and GET of a part in checksum mode.
+        if let Some((name, _)) = &chosen[0].checksum
+            && chosen
+                .iter()
+                .all(|p| p.checksum.as_ref().is_some_and(|(n, _)| n == name))
+        {
+            let mut record = name.clone();
+            for p in &chosen {
+                if let Some((_, v)) = &p.checksum {
+                    record.push('\n');
+                    record.push_str(v);
+                }
+            }
+            version.set_sys(META_PART_CHECKSUMS, record.into_bytes());
+        }
+        if let Some(f) = &opts.checksum {
+            for (k, v) in (f.0)(&chosen).map_err(Error::Rejected)? {
+                version.set_user(k, v);
+            }
+        }
         let info = object_info(bucket, key, &Version::object(version.clone(), 0), true);
 
         // Drop what the object will not use (parts not listed, part metas),
@@ -561,8 +608,14 @@ mod tests {
             size: 5 << 20,
             actual_size: (5 << 20) - 100,
             mod_time_nanos: 42,
+            checksum: None,
         };
-        assert_eq!(part_meta_decode(&part_meta_encode(&p)), Some(p));
+        assert_eq!(part_meta_decode(&part_meta_encode(&p)), Some(p.clone()));
+        let with = UploadedPart {
+            checksum: Some(("x-amz-checksum-crc32c".into(), "yZRlqg==".into())),
+            ..p
+        };
+        assert_eq!(part_meta_decode(&part_meta_encode(&with)), Some(with));
         // A record without the actual size (older) reads as size.
         let old =
             part_meta_decode(b"tessera-part v1\n2\n0123456789abcdef0123456789abcdef\n10\n5\n")
