@@ -239,6 +239,32 @@ class ObjectAttributes(ServerTestCase):
         self.assertEqual(a["ObjectSize"], len(body))
         self.assertNotIn("ETag", a)
 
+    def test_copy_with_a_new_checksum(self):
+        body = random.Random(4).randbytes(3 * MiB + 1)
+        self.s3.put_object(Bucket=self.bucket, Key="src", Body=body, ChecksumAlgorithm="SHA256")
+        src = f"{self.bucket}/src"
+        r = self.s3.copy_object(Bucket=self.bucket, Key="dst", CopySource=src, ChecksumAlgorithm="CRC32")
+        want = b64(struct.pack(">I", zlib.crc32(body)))
+        self.assertEqual(r["CopyObjectResult"]["ChecksumCRC32"], want)
+        head = self.s3.head_object(Bucket=self.bucket, Key="dst", ChecksumMode="ENABLED")
+        self.assertEqual((head["ChecksumCRC32"], head.get("ChecksumSHA256")), (want, None))
+        a = self.s3.get_object_attributes(Bucket=self.bucket, Key="dst", ObjectAttributes=["Checksum"])
+        self.assertEqual(a["Checksum"]["ChecksumCRC32"], want)
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="dst")["Body"].read(), body)
+        # In place, only the checksum changing, as S3 allows.
+        self.s3.copy_object(Bucket=self.bucket, Key="dst", CopySource=f"{self.bucket}/dst",
+                            ChecksumAlgorithm="SHA1")
+        head = self.s3.head_object(Bucket=self.bucket, Key="dst", ChecksumMode="ENABLED")
+        self.assertEqual(head["ChecksumSHA1"], b64(hashlib.sha1(body).digest()))
+        self.assertNotIn("ChecksumCRC32", head)
+        # Without an algorithm, the copy keeps the source's checksum.
+        self.s3.copy_object(Bucket=self.bucket, Key="kept", CopySource=src)
+        head = self.s3.head_object(Bucket=self.bucket, Key="kept", ChecksumMode="ENABLED")
+        self.assertEqual(head["ChecksumSHA256"], b64(hashlib.sha256(body).digest()))
+        with self.assertRaises(ClientError) as c:
+            self.s3.copy_object(Bucket=self.bucket, Key="bad", CopySource=src, ChecksumAlgorithm="MD5")
+        self.assertEqual(error_of(c)[1], 400)
+
     def test_storage_class_and_versions(self):
         self.s3.put_bucket_versioning(Bucket=self.bucket, VersioningConfiguration={"Status": "Enabled"})
         v1 = self.s3.put_object(Bucket=self.bucket, Key="v", Body=b"one")["VersionId"]

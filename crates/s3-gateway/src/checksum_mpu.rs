@@ -34,7 +34,7 @@ pub(crate) fn algorithm_name(alg: ChecksumAlgorithm) -> &'static str {
     }
 }
 
-fn algorithm_of(name: &str) -> Option<ChecksumAlgorithm> {
+pub(crate) fn algorithm_of(name: &str) -> Option<ChecksumAlgorithm> {
     ChecksumAlgorithm::ALL
         .into_iter()
         .find(|a| algorithm_name(*a).eq_ignore_ascii_case(name))
@@ -289,6 +289,63 @@ impl CompleteChecksum {
             self.compute(chosen)
                 .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
         }))
+    }
+}
+
+/// A reader that computes a checksum of what passes through it and, at
+/// the end of its input, records it as an `x-amz-checksum-*` entry in
+/// `record` (which the object layer stores with the version): the new
+/// checksum of a CopyObject that names `x-amz-checksum-algorithm`.
+pub(crate) struct ChecksumReader<R> {
+    inner: R,
+    alg: ChecksumAlgorithm,
+    hasher: Option<crate::checksum::Hasher>,
+    record: object::layer::TrailingMetadata,
+}
+
+impl<R> ChecksumReader<R> {
+    /// Without an algorithm it only passes the bytes on.
+    pub(crate) fn new(
+        inner: R,
+        alg: Option<ChecksumAlgorithm>,
+        record: object::layer::TrailingMetadata,
+    ) -> Self {
+        ChecksumReader {
+            inner,
+            alg: alg.unwrap_or(ChecksumAlgorithm::Crc32),
+            hasher: alg.map(crate::checksum::Hasher::new),
+            record,
+        }
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for ChecksumReader<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let this = &mut *self;
+        match std::pin::Pin::new(&mut this.inner).poll_read(cx, buf) {
+            std::task::Poll::Ready(Ok(())) => {
+                let new = &buf.filled()[before..];
+                if new.is_empty() {
+                    if buf.remaining() > 0
+                        && let Some(h) = this.hasher.take()
+                    {
+                        this.record
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((this.alg.header_name().to_owned(), h.finish_base64()));
+                    }
+                } else if let Some(h) = this.hasher.as_mut() {
+                    h.update(new);
+                }
+                std::task::Poll::Ready(Ok(()))
+            }
+            other => other,
+        }
     }
 }
 

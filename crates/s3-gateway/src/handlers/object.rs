@@ -759,7 +759,18 @@ where
     let same = sb == ctx.bucket()
         && sk == ctx.key()
         && sv.is_none_or(|v| Some(v) == info.version_id.map(VersionSel::Id));
-    let encryption_changes = src_enc.is_some() || dst_mode.is_some();
+    // `x-amz-checksum-algorithm` asks for a new checksum of the copy,
+    // computed as the bytes stream through the gateway.
+    let new_checksum = match ctx.header("x-amz-checksum-algorithm") {
+        None => None,
+        Some(a) => Some(crate::checksum_mpu::algorithm_of(a.trim()).ok_or_else(|| {
+            S3Error::with_message(
+                "InvalidRequest",
+                "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]",
+            )
+        })?),
+    };
+    let encryption_changes = src_enc.is_some() || dst_mode.is_some() || new_checksum.is_some();
     if same
         && !replace
         && !encryption_changes
@@ -817,6 +828,16 @@ where
             },
         };
         let (plain, reader_task) = plain_source(gw, &sb, &sk, pinned, &stored, src_enc.as_ref());
+        let trailing = object::layer::TrailingMetadata::default();
+        // The copy gets the new checksum, not the source's.
+        if new_checksum.is_some() {
+            opts.metadata.retain(|(k, _)| {
+                let k = k.to_ascii_lowercase();
+                !k.starts_with("x-amz-checksum-")
+            });
+            opts.trailing_metadata = Some(trailing.clone());
+        }
+        let plain = crate::checksum_mpu::ChecksumReader::new(plain, new_checksum, trailing.clone());
         let res = match &dst_mode {
             None => {
                 opts.size = Some(info.size);
@@ -833,7 +854,7 @@ where
                     mode,
                     (plain, Some(info.size)),
                     &mut opts,
-                    object::layer::TrailingMetadata::default(),
+                    trailing.clone(),
                 )
                 .await?;
                 res.map(|i| (i, Some(nk)))
@@ -861,8 +882,14 @@ where
     let mut w = XmlWriter::new();
     w.root("CopyObjectResult")
         .elem("LastModified", &iso8601(dst.mod_time_nanos))
-        .elem("ETag", &quoted(&dst.etag))
-        .close("CopyObjectResult");
+        .elem("ETag", &quoted(&dst.etag));
+    if new_checksum.is_some()
+        && let Some((alg, value, kind)) = super::multipart::stored_checksum(&dst)
+    {
+        w.elem(crate::checksum::part_element(alg), &value)
+            .elem("ChecksumType", &kind);
+    }
+    w.close("CopyObjectResult");
     let mut r = xml_response(StatusCode::OK, w.finish());
     let h = r.headers_mut();
     if let Some(nk) = &dst_key {
