@@ -21,6 +21,7 @@ mod checksum_mpu;
 mod encryption;
 mod error;
 mod handlers;
+mod rfc2047;
 mod service;
 pub mod splice;
 mod time;

@@ -73,14 +73,22 @@ pub(super) fn put_options(headers: &HeaderMap, size: Option<u64>) -> Result<PutO
         } else {
             continue;
         };
-        let Ok(v) = value.to_str() else {
+        // User metadata may be UTF-8 (stored decoded, answered in RFC 2047
+        // encoded words, as S3 does); stored headers are ASCII.
+        let v = if n.starts_with("x-amz-meta-") {
+            std::str::from_utf8(value.as_bytes())
+                .ok()
+                .map(|v| crate::rfc2047::decode(v).into_owned())
+        } else {
+            value.to_str().ok().map(str::to_owned)
+        };
+        let Some(mut v) = v else {
             return Err(S3Error::invalid_argument(
-                "Metadata values must be printable ASCII",
+                "Metadata values must be UTF-8 (printable ASCII for standard headers)",
                 n,
                 "",
             ));
         };
-        let mut v = v.to_owned();
         if n == "content-encoding" {
             // `aws-chunked` describes the transfer, not the object.
             let kept: Vec<&str> = v
@@ -327,7 +335,7 @@ fn object_headers(h: &mut HeaderMap, info: &ObjectInfo) {
         if lower.starts_with("x-amz-meta-") {
             if let (Ok(n), Ok(v)) = (
                 http::HeaderName::from_bytes(lower.as_bytes()),
-                HeaderValue::from_str(v),
+                HeaderValue::from_str(&crate::rfc2047::encode(v)),
             ) {
                 h.insert(n, v);
             }
@@ -961,6 +969,45 @@ mod tests {
         for bad in ["", "b", "/b/", "b/k?versionId=zz"] {
             assert!(copy_source(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn utf8_user_metadata_is_stored_decoded_and_other_bytes_refused() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            "x-amz-meta-raw",
+            HeaderValue::from_bytes("café".as_bytes()).unwrap(),
+        );
+        h.insert(
+            "x-amz-meta-word",
+            HeaderValue::from_static("=?UTF-8?Q?na=C3=AFve?="),
+        );
+        let o = put_options(&h, Some(1)).unwrap();
+        let mut m = o.metadata.clone();
+        m.sort();
+        assert_eq!(
+            m,
+            vec![
+                ("X-Amz-Meta-Raw".to_owned(), "café".to_owned()),
+                ("X-Amz-Meta-Word".to_owned(), "naïve".to_owned()),
+            ]
+        );
+        let mut h = HeaderMap::new();
+        h.insert(
+            "x-amz-meta-bad",
+            HeaderValue::from_bytes(b"caf\xe9").unwrap(),
+        );
+        assert_eq!(
+            put_options(&h, Some(1)).unwrap_err().code,
+            "InvalidArgument"
+        );
+        // Standard headers stay ASCII.
+        let mut h = HeaderMap::new();
+        h.insert(
+            "cache-control",
+            HeaderValue::from_bytes("é".as_bytes()).unwrap(),
+        );
+        assert!(put_options(&h, Some(1)).is_err());
     }
 
     #[test]
