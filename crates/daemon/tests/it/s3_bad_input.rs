@@ -295,13 +295,29 @@ async fn limits_on_parts_and_sizes() {
     );
     assert_eq!(r.status, 400);
     assert_eq!(r.code(), "EntityTooLarge");
-    // A PUT without Content-Length (HTTP/1.1 chunked transfer) is
-    // refused as S3 refuses it.
+    // A PUT without Content-Length in HTTP/1.1 chunked transfer is read
+    // to its end, as MinIO accepts it (AWS answers 411).
     let r = srv.raw(
         format!(
             "PUT {path} HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
         )
         .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let got = c
+        .get_object()
+        .bucket("lim")
+        .key("huge")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        &got.body.collect().await.unwrap().into_bytes()[..],
+        b"hello"
+    );
+    // Neither a length nor chunking: 411, as S3 answers.
+    let r = srv.raw(
+        format!("PUT {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
     );
     assert_eq!(r.status, 411, "{}", r.text());
     assert_eq!(r.code(), "MissingContentLength");

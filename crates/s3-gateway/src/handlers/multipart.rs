@@ -132,7 +132,9 @@ where
     let n = part_number(ctx)?;
     let size = announced_size(ctx)?;
     let max = gw.config.limits.max_part_bytes;
-    if size > max {
+    if let Some(size) = size
+        && size > max
+    {
         return Err(S3Error::new("EntityTooLarge")
             .detail("ProposedSize", size.to_string())
             .detail("MaxSizeAllowed", max.to_string()));
@@ -155,7 +157,7 @@ where
     let res = match &existing {
         None => {
             let opts = object::layer::PartOptions {
-                size: Some(size),
+                size,
                 checksum: Some(trailing),
                 ..Default::default()
             };
@@ -164,6 +166,9 @@ where
                 .await
         }
         Some(ex) => {
+            // An encrypted part's stored size follows from its announced
+            // plaintext size.
+            let size = size.ok_or_else(|| S3Error::new("MissingContentLength"))?;
             let (mut enc, mut opts) = ex.part_writer(n, reader, size)?;
             opts.checksum = Some(trailing);
             let r = gw

@@ -118,17 +118,27 @@ pub(super) fn put_options(headers: &HeaderMap, size: Option<u64>) -> Result<PutO
 
 /// The payload size the client announced: `x-amz-decoded-content-length`
 /// for `aws-chunked` bodies, else `Content-Length`.
-pub(super) fn announced_size<B>(ctx: &Ctx<B>) -> Result<u64, S3Error> {
+/// The size of the body a request announces; `None` for a body sent with
+/// `Transfer-Encoding: chunked` and no length, which is read to its end
+/// under the usual size limit (MinIO accepts it too).
+pub(super) fn announced_size<B>(ctx: &Ctx<B>) -> Result<Option<u64>, S3Error> {
     let parse = |v: &str, name: &str| -> Result<u64, S3Error> {
         v.trim()
             .parse::<u64>()
             .map_err(|_| S3Error::invalid_argument("Invalid length", name, v))
     };
     if let Some(v) = ctx.header("x-amz-decoded-content-length") {
-        return parse(v, "x-amz-decoded-content-length");
+        return parse(v, "x-amz-decoded-content-length").map(Some);
     }
     match ctx.header("content-length") {
-        Some(v) => parse(v, "Content-Length"),
+        Some(v) => parse(v, "Content-Length").map(Some),
+        None if ctx.header("transfer-encoding").is_some_and(|te| {
+            te.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("chunked"))
+        }) =>
+        {
+            Ok(None)
+        }
         None => Err(S3Error::new("MissingContentLength")),
     }
 }
@@ -163,12 +173,14 @@ where
 {
     let size = announced_size(ctx)?;
     let max = gw.config.limits.max_object_bytes;
-    if size > max {
+    if let Some(size) = size
+        && size > max
+    {
         return Err(S3Error::new("EntityTooLarge")
             .detail("ProposedSize", size.to_string())
             .detail("MaxSizeAllowed", max.to_string()));
     }
-    let mut opts = put_options(&ctx.parts.headers, Some(size))?;
+    let mut opts = put_options(&ctx.parts.headers, size)?;
     opts.precondition = super::conditional::write_precondition(&ctx.parts.headers)?;
     let sse_mode = encryption::write_mode_for(gw, &ctx.parts.headers, ctx.bucket()).await?;
     let mut reader = body_reader(gw, ctx, (max, "EntityTooLarge"))?;
@@ -190,7 +202,7 @@ where
                 gw,
                 (ctx.bucket(), ctx.key()),
                 &mode,
-                (reader, Some(size)),
+                (reader, size),
                 &mut opts,
                 trailing,
             )
