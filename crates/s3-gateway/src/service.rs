@@ -37,6 +37,9 @@ pub struct GatewayConfig {
     pub server_name: String,
     /// Server-side encryption: the KMS, auto-encryption, SSE-C transport.
     pub encryption: crate::encryption::EncryptionConfig,
+    /// Whether requests signed with Signature Version 2 are accepted (on by
+    /// default, as MinIO).
+    pub sigv2: bool,
 }
 
 impl Default for GatewayConfig {
@@ -48,6 +51,7 @@ impl Default for GatewayConfig {
             limits: GatewayLimits::default(),
             server_name: "Tessera".to_owned(),
             encryption: crate::encryption::EncryptionConfig::default(),
+            sigv2: true,
         }
     }
 }
@@ -202,6 +206,7 @@ impl Gateway {
         }
         let auth = AuthConfig {
             region: config.region.clone(),
+            sigv2: config.sigv2,
             ..AuthConfig::default()
         };
         Gateway {

@@ -549,25 +549,46 @@ fn anonymous_and_unsupported_mechanisms() {
         verifier.authenticate((&plain).into(), example_time()),
         Ok(Authentication::Anonymous)
     ));
-    for (target, auth) in [
+    let v2_off = Verifier::new(
+        AuthConfig {
+            sigv2: false,
+            ..AuthConfig::default()
+        },
+        credentials(),
+    );
+    let sigv2 = [
         ("/b/k?AWSAccessKeyId=AKID&Signature=abc&Expires=1", None),
         (
             "/b/k",
             Some("AWS AKIAIOSFODNN7EXAMPLE:frJIUN8DYpKDtOLCwo//yllqDzg="),
         ),
-        (
-            "/b/k",
-            Some("AWS4-ECDSA-P256-SHA256 Credential=AKID/20130524/s3/aws4_request"),
-        ),
-    ] {
+    ];
+    let sigv4a = (
+        "/b/k",
+        Some("AWS4-ECDSA-P256-SHA256 Credential=AKID/20130524/s3/aws4_request"),
+    );
+    let request = |target: &str, auth: Option<&str>| {
         let mut builder = http::Request::get(target).header("host", "localhost");
         if let Some(auth) = auth {
             builder = builder.header("authorization", auth);
         }
-        let request = builder.body(()).unwrap();
-        let err = authenticate(&verifier, &request, example_time()).unwrap_err();
+        builder.body(()).unwrap()
+    };
+    // SigV4a always, and SigV2 when turned off: an unsupported mechanism.
+    for (v, (target, auth)) in [
+        (&verifier, sigv4a),
+        (&v2_off, sigv2[0]),
+        (&v2_off, sigv2[1]),
+    ] {
+        let err = authenticate(v, &request(target, auth), example_time()).unwrap_err();
         assert_eq!(err.code(), "InvalidRequest", "{target} {auth:?}");
         assert!(err.to_string().contains("Please use AWS4-HMAC-SHA256"));
+    }
+    // SigV2 by default: verified, so an expired URL and a header without a
+    // date are refused for what they are.
+    for (target, auth) in sigv2 {
+        let err = authenticate(&verifier, &request(target, auth), example_time()).unwrap_err();
+        assert_eq!(err.code(), "AccessDenied", "{target} {auth:?}: {err}");
     }
 }
 

@@ -84,6 +84,11 @@ impl Query {
             .map(|(_, v)| v.as_slice())
     }
 
+    /// Every (name, value) pair, in the order received.
+    pub(crate) fn pairs(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.pairs.iter().map(|(n, v)| (n.as_slice(), v.as_slice()))
+    }
+
     pub(crate) fn contains(&self, name: &str) -> bool {
         self.values(name).next().is_some()
     }

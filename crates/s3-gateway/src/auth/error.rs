@@ -166,6 +166,18 @@ pub enum AccessDenied {
     },
     /// A presigned URL used before its `X-Amz-Date` (beyond the clock skew).
     NotYetValid,
+    /// A SigV2 presigned URL used after its `Expires` time.
+    ExpiredV2 {
+        /// `Expires` of the URL, as an HTTP date.
+        expires: String,
+        /// The server's time.
+        server_time: String,
+    },
+    /// A SigV2 presigned URL without all of `AWSAccessKeyId`, `Signature`
+    /// and `Expires`.
+    QueryParametersMissing,
+    /// A SigV2 `Expires` that is not seconds since the epoch.
+    MalformedExpires,
     /// Neither `x-amz-date` nor `Date` holds a valid date.
     MissingDate,
     /// `x-amz-*` headers (or the `date` header that dates the request) were
@@ -179,6 +191,11 @@ impl AccessDenied {
         match self {
             AccessDenied::Expired { .. } => "Request has expired",
             AccessDenied::NotYetValid => "Request is not valid yet",
+            AccessDenied::ExpiredV2 { .. } => "Request has expired",
+            AccessDenied::QueryParametersMissing => {
+                "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters"
+            }
+            AccessDenied::MalformedExpires => "Invalid date (should be seconds since epoch)",
             AccessDenied::MissingDate => {
                 "AWS authentication requires a valid Date or x-amz-date header"
             }
@@ -261,6 +278,13 @@ impl AuthError {
                 server_time,
             }) => vec![
                 ("X-Amz-Expires", expires_in.to_string()),
+                ("Expires", expires.clone()),
+                ("ServerTime", server_time.clone()),
+            ],
+            AuthError::AccessDenied(AccessDenied::ExpiredV2 {
+                expires,
+                server_time,
+            }) => vec![
                 ("Expires", expires.clone()),
                 ("ServerTime", server_time.clone()),
             ],

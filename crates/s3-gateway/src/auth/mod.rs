@@ -1,5 +1,6 @@
 //! Request authentication: AWS Signature Version 4 in the `Authorization`
-//! header and in presigned query strings, the binding of the body to the
+//! header and in presigned query strings (and Version 2, both forms, for
+//! older clients), the binding of the body to the
 //! signature (`x-amz-content-sha256`), and the `aws-chunked` body decoder.
 //!
 //! Sans-IO: [`Verifier::authenticate`] looks at a request head (method,
@@ -51,6 +52,7 @@ mod header;
 mod payload;
 mod presign;
 mod signing;
+mod sigv2;
 mod time;
 mod verify;
 
@@ -95,6 +97,11 @@ pub struct AuthConfig {
     pub max_clock_skew: Duration,
     /// Size bounds of what is parsed.
     pub limits: AuthLimits,
+    /// Whether Signature Version 2 (`Authorization: AWS key:signature` and
+    /// `AWSAccessKeyId`/`Expires`/`Signature` presigned URLs) is accepted;
+    /// on by default, as MinIO. Off, such requests get S3's answer to an
+    /// unsupported mechanism.
+    pub sigv2: bool,
 }
 
 impl Default for AuthConfig {
@@ -104,6 +111,7 @@ impl Default for AuthConfig {
             service: "s3".to_owned(),
             max_clock_skew: Duration::from_secs(15 * 60),
             limits: AuthLimits::default(),
+            sigv2: true,
         }
     }
 }

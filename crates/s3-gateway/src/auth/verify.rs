@@ -17,6 +17,7 @@ use super::payload::{
 };
 use super::presign::{self, PresignedParams};
 use super::signing::{CredentialScope, Signature, SigningKey, ct_eq, string_to_sign};
+use super::sigv2;
 use super::time::Timestamp;
 
 const X_AMZ_DATE: &str = "x-amz-date";
@@ -111,7 +112,8 @@ impl<P: CredentialsProvider> Verifier<P> {
     /// else is read.
     ///
     /// A request with both a header and query authentication is refused,
-    /// as are SigV2 and SigV4a. The query is parsed (and held to
+    /// as is SigV4a; SigV2 is accepted unless
+    /// [`AuthConfig::sigv2`](super::AuthConfig::sigv2) is off. The query is parsed (and held to
     /// [`AuthLimits`](super::AuthLimits)) for every request, anonymous ones
     /// included: one over the limits is [`AuthError::InvalidUri`].
     pub fn authenticate(
@@ -125,7 +127,7 @@ impl<P: CredentialsProvider> Verifier<P> {
             limits.max_query_len,
             limits.max_query_params,
         )?;
-        let presigned = presign::is_presigned(&query);
+        let presigned = presign::is_presigned(&query) || presign::is_presigned_v2(&query);
         match (head.headers.get(AUTHORIZATION), presigned) {
             (Some(value), true) => Err(AuthError::InvalidArgument {
                 message: "Only one auth mechanism allowed; only the X-Amz-Algorithm query \
@@ -135,11 +137,16 @@ impl<P: CredentialsProvider> Verifier<P> {
                 name: "Authorization".to_owned(),
                 value: String::from_utf8_lossy(value.as_bytes()).into_owned(),
             }),
-            (Some(value), false) => self.verify_header(head, &query, value, now),
-            (None, true) => self.verify_presigned(head, &query, now),
-            (None, false) if presign::is_presigned_v2(&query) => {
-                Err(AuthError::unsupported_mechanism())
+            (Some(value), false)
+                if sigv2::is_v2_header(&String::from_utf8_lossy(value.as_bytes())) =>
+            {
+                self.verify_v2_header(head, &query, value, now)
             }
+            (Some(value), false) => self.verify_header(head, &query, value, now),
+            (None, true) if presign::is_presigned(&query) => {
+                self.verify_presigned(head, &query, now)
+            }
+            (None, true) => self.verify_v2_presigned(head, &query, now),
             (None, false) => Ok(Authentication::Anonymous),
         }
     }
@@ -314,6 +321,138 @@ impl<P: CredentialsProvider> Verifier<P> {
             content_sha256: mode,
             payload,
         })))
+    }
+
+    /// A request signed with SigV2 in the `Authorization` header.
+    fn verify_v2_header(
+        &self,
+        head: RequestHead<'_>,
+        query: &Query,
+        value: &HeaderValue,
+        now: SystemTime,
+    ) -> Result<Authentication, AuthError> {
+        if !self.config.sigv2 {
+            return Err(AuthError::unsupported_mechanism());
+        }
+        if head.headers.get_all(AUTHORIZATION).iter().count() > 1 {
+            return Err(AuthError::header_malformed(
+                "the request has more than one Authorization header.",
+            ));
+        }
+        let value = value
+            .to_str()
+            .map_err(|_| AuthError::header_malformed("the header is not printable ASCII."))?;
+        if value.len() > self.config.limits.max_authorization_len {
+            return Err(AuthError::header_malformed("the header is too long."));
+        }
+        let auth = sigv2::parse_header(value)?;
+        let (time, date_lines) = sigv2::request_date(head.headers)?;
+        self.check_skew(time, now)?;
+        let credentials = self.lookup(&auth.access_key)?;
+        let token = head
+            .headers
+            .get(X_AMZ_SECURITY_TOKEN)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        check_token(&credentials, token.as_deref())?;
+        sigv2::check(
+            &head,
+            query,
+            &date_lines,
+            credentials.secret_key.expose().as_bytes(),
+            &auth.access_key,
+            &auth.signature,
+        )?;
+        Ok(self.verified_v2(
+            head,
+            auth.access_key,
+            credentials,
+            AuthKind::Header,
+            time,
+            token,
+        ))
+    }
+
+    /// A SigV2 presigned URL.
+    fn verify_v2_presigned(
+        &self,
+        head: RequestHead<'_>,
+        query: &Query,
+        now: SystemTime,
+    ) -> Result<Authentication, AuthError> {
+        if !self.config.sigv2 {
+            return Err(AuthError::unsupported_mechanism());
+        }
+        let params = sigv2::presigned(query)?;
+        let now_ts = Timestamp::from_system_time(now);
+        let expires = Timestamp::from_system_time(
+            SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(params.expires.unsigned_abs()),
+        );
+        if now_ts.secs() > params.expires {
+            return Err(AuthError::AccessDenied(AccessDenied::ExpiredV2 {
+                expires: expires.http_date(),
+                server_time: now_ts.http_date(),
+            }));
+        }
+        let credentials = self.lookup(&params.access_key)?;
+        sigv2::check(
+            &head,
+            query,
+            std::slice::from_ref(&params.expires_text),
+            credentials.secret_key.expose().as_bytes(),
+            &params.access_key,
+            &params.signature,
+        )?;
+        let token = query
+            .values(X_AMZ_SECURITY_TOKEN)
+            .next()
+            .map(|v| String::from_utf8_lossy(v).into_owned());
+        check_token(&credentials, token.as_deref())?;
+        let kind = AuthKind::Presigned {
+            expires: expires.to_system_time(),
+        };
+        Ok(self.verified_v2(head, params.access_key, credentials, kind, now_ts, token))
+    }
+
+    /// What a SigV2 signature authenticates: every `x-amz-*` header,
+    /// `Content-MD5`, `Content-Type` and the date; the body is not signed
+    /// (its `Content-MD5`, when sent, is checked as it streams).
+    fn verified_v2(
+        &self,
+        head: RequestHead<'_>,
+        access_key: String,
+        credentials: Credentials,
+        kind: AuthKind,
+        time: Timestamp,
+        security_token: Option<String>,
+    ) -> Authentication {
+        let mut signed_headers: Vec<String> = ["content-md5", "content-type", "date"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain(
+                head.headers
+                    .keys()
+                    .map(|k| k.as_str())
+                    .filter(|k| k.starts_with("x-amz-"))
+                    .map(str::to_owned),
+            )
+            .collect();
+        signed_headers.sort();
+        signed_headers.dedup();
+        Authentication::Signed(Box::new(Verified {
+            access_key,
+            principal: credentials.principal,
+            kind,
+            request_time: time.to_system_time(),
+            scope: CredentialScope::new(
+                time.date_stamp(),
+                self.config.region.clone(),
+                self.config.service.clone(),
+            ),
+            signed_headers,
+            security_token,
+            content_sha256: ContentSha256::Unsigned,
+            payload: Payload::Unsigned,
+        }))
     }
 
     fn lookup(&self, access_key: &str) -> Result<Credentials, AuthError> {
