@@ -343,7 +343,7 @@ pub(crate) fn presigned(query: &Query) -> Result<PresignedV2, AuthError> {
         .parse::<i64>()
         .ok()
         .filter(|e| *e >= 0)
-        .ok_or_else(|| AuthError::AccessDenied(AccessDenied::MalformedExpires))?;
+        .ok_or(AuthError::AccessDenied(AccessDenied::MalformedExpires))?;
     Ok(PresignedV2 {
         access_key,
         signature,
