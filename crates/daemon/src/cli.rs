@@ -108,6 +108,12 @@ pub const INSECURE_SSE_C: EnvVar = EnvVar {
     help: "on: accept SSE-C keys over plain HTTP (for tests only: the key crosses the wire in \
            clear); default off, SSE-C needs HTTPS",
 };
+pub const API_SIGV2: EnvVar = EnvVar {
+    name: "TESSERA_API_SIGV2",
+    aliases: &[],
+    help: "off: refuse requests signed with AWS Signature Version 2 (header, presigned URLs and \
+           POST forms); default on, as MinIO",
+};
 pub const LOG: EnvVar = EnvVar {
     name: "TESSERA_LOG",
     aliases: &[],
@@ -123,6 +129,18 @@ pub const SHUTDOWN_TIMEOUT: EnvVar = EnvVar {
     aliases: &["MINIO_SHUTDOWN_TIMEOUT"],
     help: "longest wait for requests in flight at SIGTERM/SIGINT (Go-style duration); default 30s",
 };
+pub const DRIVE_TIMEOUT: EnvVar = EnvVar {
+    name: "TESSERA_DRIVE_TIMEOUT",
+    aliases: &["MINIO_DRIVE_MAX_TIMEOUT"],
+    help: "longest any one drive operation may take before it fails and counts against the \
+           drive (Go-style duration); 3 faults in a row take the drive offline until a probe \
+           succeeds; default 30s",
+};
+pub const DRIVE_PROBE_INTERVAL: EnvVar = EnvVar {
+    name: "TESSERA_DRIVE_PROBE_INTERVAL",
+    aliases: &[],
+    help: "least time between two probes of an offline drive (Go-style duration); default 5s",
+};
 pub const READ_HEADER_TIMEOUT: EnvVar = EnvVar {
     name: "TESSERA_READ_HEADER_TIMEOUT",
     aliases: &["MINIO_READ_HEADER_TIMEOUT"],
@@ -137,6 +155,18 @@ pub const API_REQUESTS_DEADLINE: EnvVar = EnvVar {
     name: "TESSERA_API_REQUESTS_DEADLINE",
     aliases: &["MINIO_API_REQUESTS_DEADLINE"],
     help: "longest wait for a slot, then 503 SlowDown (Go-style duration; 0 or unset: 10s, as MinIO reads it)",
+};
+pub const API_POST_FORMS_MAX: EnvVar = EnvVar {
+    name: "TESSERA_API_POST_FORMS_MAX",
+    aliases: &[],
+    help: "browser POST forms read at once before they are authenticated, a share of their own \
+           (refused with 503 SlowDown when full); default a quarter of the request bound",
+};
+pub const API_POST_FORM_TIMEOUT: EnvVar = EnvVar {
+    name: "TESSERA_API_POST_FORM_TIMEOUT",
+    aliases: &[],
+    help: "longest time for a browser POST form's fields to arrive, up to its file (Go-style \
+           duration); default 30s, with at most 10s between two pieces",
 };
 pub const SPLICE_GET: EnvVar = EnvVar {
     name: "TESSERA_SPLICE_GET",
@@ -217,12 +247,17 @@ pub const ENV_VARS: &[EnvVar] = &[
     KMS_SECRET_KEY_FILE,
     KMS_AUTO_ENCRYPTION,
     INSECURE_SSE_C,
+    API_SIGV2,
     LOG,
     LOG_FORMAT,
     SHUTDOWN_TIMEOUT,
+    DRIVE_TIMEOUT,
+    DRIVE_PROBE_INTERVAL,
     READ_HEADER_TIMEOUT,
     API_REQUESTS_MAX,
     API_REQUESTS_DEADLINE,
+    API_POST_FORMS_MAX,
+    API_POST_FORM_TIMEOUT,
     SPLICE_GET,
     HUGE_FILL,
     READ_CACHE,

@@ -19,6 +19,9 @@ pub struct DriveStatus {
     pub pool: usize,
     pub set: usize,
     pub online: bool,
+    /// `online`, `faulty` (its last operations failed or ran past the drive
+    /// deadline, fewer in a row than take it offline) or `offline`.
+    pub state: &'static str,
     /// Space of the drive's file system, when it answered.
     pub space: Option<DiskInfo>,
 }
@@ -92,6 +95,23 @@ async fn probe(d: Arc<dyn Drive>, timeout: Duration) -> (bool, Option<DiskInfo>)
     }
 }
 
+/// The state a probed drive reports in metrics and health output.
+fn drive_state(
+    online: bool,
+    placed: &[(usize, usize, &ErasureSet)],
+    d: &DriveStatus,
+) -> &'static str {
+    if !online {
+        return "offline";
+    }
+    let faulty = placed
+        .iter()
+        .filter(|(p, s, _)| *p == d.pool && *s == d.set)
+        .flat_map(|(_, _, set)| set.drives())
+        .any(|x| x.label() == d.label && x.health().state == DriveState::Faulty);
+    if faulty { "faulty" } else { "online" }
+}
+
 impl Health {
     pub fn new(layer: Arc<ObjectLayer>) -> Health {
         Health {
@@ -143,6 +163,7 @@ impl Health {
                     pool: *pool,
                     set: *set,
                     online: false,
+                    state: "offline",
                     space: None,
                 });
                 let (d, t) = (d.clone(), self.probe_timeout);
@@ -153,6 +174,7 @@ impl Health {
             if let Ok((idx, (online, space))) = r {
                 drives[idx].online = online;
                 drives[idx].space = space;
+                drives[idx].state = drive_state(online, &placed, &drives[idx]);
             }
         }
         let sets = placed
@@ -263,6 +285,12 @@ impl Health {
                 .filter(|d| !d.online)
                 .map(|d| serde_json::Value::from(d.label.clone()))
                 .collect();
+            v["drive_states"] = s
+                .drives
+                .iter()
+                .map(|d| (d.label.clone(), serde_json::Value::from(d.state)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
         }
         let mut out = v.to_string();
         out.push('\n');

@@ -159,6 +159,16 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         .collect();
 
     notifier.status("opening drives");
+    #[cfg(feature = "fault-injection")]
+    tracing::warn!(
+        "fault injection built in (test-only build): drives obey the control files under TESSERA_FAULT_DIR"
+    );
+    tracing::info!(
+        timeout = ?cfg.drive_deadline.op_timeout,
+        probe_interval = ?cfg.drive_deadline.probe_interval,
+        max_consecutive_failures = cfg.drive_deadline.max_consecutive_failures,
+        "every drive operation has a deadline (TESSERA_DRIVE_TIMEOUT, TESSERA_DRIVE_PROBE_INTERVAL)"
+    );
     let mut drive_cfg = drive::LocalDriveConfig::default();
     drive_cfg.piped_reads = cfg.splice_get;
     drive_cfg.group_commit = cfg.group_commit;
@@ -194,6 +204,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         rrs_parity: cfg.rrs_parity,
         set_drive_count: cfg.drives.set_drive_count,
         drive: Some(drive_cfg),
+        deadline: Some(cfg.drive_deadline.clone()),
         put_queue_bytes_per_drive: None,
         read_cache_bytes: Some(usize::try_from(read_cache).unwrap_or(usize::MAX)),
     };
@@ -240,9 +251,13 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
                 tls: tls.is_some(),
                 insecure_sse_c: cfg.insecure_sse_c,
             },
+            sigv2: cfg.sigv2,
             limits: GatewayLimits {
                 max_requests,
                 request_wait: cfg.requests_deadline,
+                max_post_forms: cfg.post_forms_max,
+                post_form_idle: cfg.post_form_timeout.min(Duration::from_secs(10)),
+                post_form_timeout: cfg.post_form_timeout,
                 ..GatewayLimits::default()
             },
             ..GatewayConfig::default()

@@ -60,6 +60,14 @@ struct DriveLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DriveStateLabel {
+    drive: String,
+    pool: u64,
+    set: u64,
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Version {
     version: &'static str,
 }
@@ -109,6 +117,7 @@ pub struct Metrics {
     md5_seen: Mutex<md5x::HubStats>,
     drives: Family<State, Gauge>,
     drive_online: Family<DriveLabel, Gauge>,
+    drive_state: Family<DriveStateLabel, Gauge>,
     drive_total_bytes: Family<DriveLabel, Gauge>,
     drive_free_bytes: Family<DriveLabel, Gauge>,
     drive_used_bytes: Family<DriveLabel, Gauge>,
@@ -172,6 +181,7 @@ impl Metrics {
             md5_seen: Mutex::new(md5x::HubStats::default()),
             drives: Family::default(),
             drive_online: Family::default(),
+            drive_state: Family::default(),
             drive_total_bytes: Family::default(),
             drive_free_bytes: Family::default(),
             drive_used_bytes: Family::default(),
@@ -321,6 +331,11 @@ impl Metrics {
             "drive_online",
             "1 when the drive is online, else 0",
             m.drive_online.clone(),
+        );
+        registry.register(
+            "drive_state",
+            "1 for the drive's state (online; faulty: its last operations failed or ran past TESSERA_DRIVE_TIMEOUT; offline: taken out of service until a probe succeeds), 0 for the others",
+            m.drive_state.clone(),
         );
         registry.register(
             "drive_total_bytes",
@@ -483,6 +498,16 @@ impl Metrics {
             self.drive_online
                 .get_or_create(&label)
                 .set(i64::from(d.online));
+            for state in ["online", "faulty", "offline"] {
+                self.drive_state
+                    .get_or_create(&DriveStateLabel {
+                        drive: d.label.clone(),
+                        pool: d.pool as u64,
+                        set: d.set as u64,
+                        state,
+                    })
+                    .set(i64::from(d.state == state));
+            }
             // A drive that does not answer keeps its last known space.
             if let Some(space) = &d.space {
                 let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);

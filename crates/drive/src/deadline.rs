@@ -91,6 +91,11 @@ impl Shared {
         if self.health.is_offline() {
             return Err(self.offline_error());
         }
+        #[cfg(feature = "fault-injection")]
+        let fut = async {
+            crate::fault::inject(&self.label).await?;
+            fut.await
+        };
         let result = match tokio::time::timeout(self.cfg.op_timeout, fut).await {
             Ok(result) => result,
             Err(_) => Err(DriveError::Timeout(self.cfg.op_timeout)),
@@ -227,6 +232,8 @@ async fn probe<D: Drive + ?Sized>(
     wrote: &AtomicBool,
 ) -> Result<()> {
     let attempt = async {
+        #[cfg(feature = "fault-injection")]
+        crate::fault::inject(&drive.label()).await?;
         drive.disk_info().await?;
         wrote.store(true, Ordering::SeqCst);
         drive

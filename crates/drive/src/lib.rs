@@ -139,6 +139,8 @@ mod buf;
 mod deadline;
 mod drive;
 mod error;
+#[cfg(feature = "fault-injection")]
+mod fault;
 pub mod format;
 mod health;
 mod hugepage;

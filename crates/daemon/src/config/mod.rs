@@ -81,12 +81,22 @@ pub struct ServerConfig {
     pub kms: Option<std::sync::Arc<dyn sse::kms::Kms>>,
     pub auto_encryption: bool,
     pub insecure_sse_c: bool,
+    /// Whether SigV2-signed requests are accepted.
+    pub sigv2: bool,
     pub scanner: ScanOptions,
     pub shutdown_timeout: Duration,
+    /// Deadline of every drive operation and probe interval of offline
+    /// drives.
+    pub drive_deadline: drive::DeadlineConfig,
     pub read_header_timeout: Duration,
     /// S3 requests served at once (`None`: from the memory available at
     /// start, [`requests_max_for`](crate::memory::requests_max_for)).
     pub requests_max: Option<usize>,
+    /// Browser POST forms read at once before authentication (0: a quarter
+    /// of the request bound).
+    pub post_forms_max: usize,
+    /// Longest time for a browser POST form's fields to arrive.
+    pub post_form_timeout: Duration,
     /// Longest wait for a request slot before `503 SlowDown`.
     pub requests_deadline: Duration,
     /// Whether GETs send page-cache pages with `splice`
@@ -304,6 +314,7 @@ impl ServerConfig {
             );
         }
         let insecure_sse_c = on_off(&cli::INSECURE_SSE_C)?;
+        let sigv2 = on_off_or(&cli::API_SIGV2, true)?;
         let splice_get = on_off(&cli::SPLICE_GET)?;
         let huge_fill = match env.get(&cli::HUGE_FILL) {
             Some((v, _)) if v.trim().eq_ignore_ascii_case("auto") => None,
@@ -340,6 +351,16 @@ impl ServerConfig {
         };
         let interval = duration_var(env, &cli::SCANNER_INTERVAL, Duration::from_secs(3600))?;
         let shutdown_timeout = duration_var(env, &cli::SHUTDOWN_TIMEOUT, Duration::from_secs(30))?;
+        let drive_timeout = duration_var(env, &cli::DRIVE_TIMEOUT, Duration::from_secs(30))?;
+        if drive_timeout.is_zero() {
+            return err("the drive timeout must be positive");
+        }
+        let drive_probe = duration_var(env, &cli::DRIVE_PROBE_INTERVAL, Duration::from_secs(5))?;
+        let drive_deadline = drive::DeadlineConfig::new(
+            drive_timeout,
+            drive::DeadlineConfig::default().max_consecutive_failures,
+            drive_probe,
+        );
         let read_header_timeout =
             duration_var(env, &cli::READ_HEADER_TIMEOUT, Duration::from_secs(30))?;
         if read_header_timeout.is_zero() {
@@ -358,6 +379,23 @@ impl ServerConfig {
                 }
             },
         };
+        let post_forms_max = match env.get(&cli::API_POST_FORMS_MAX) {
+            None => 0,
+            Some((v, name)) => match v.trim().parse::<usize>() {
+                Ok(n) if n <= MAX_REQUESTS_CAP => n,
+                _ => {
+                    return err(format!(
+                        "{name}='{v}': expected a number of forms from 1 to {MAX_REQUESTS_CAP} \
+                         (0: a quarter of the request bound)"
+                    ));
+                }
+            },
+        };
+        let post_form_timeout =
+            duration_var(env, &cli::API_POST_FORM_TIMEOUT, Duration::from_secs(30))?;
+        if post_form_timeout.is_zero() {
+            return err("the POST form timeout must be positive");
+        }
         // Zero is the default, as MinIO reads it; a short wait such as 1ms
         // refuses at once.
         let requests_deadline =
@@ -381,13 +419,17 @@ impl ServerConfig {
             kms,
             auto_encryption,
             insecure_sse_c,
+            sigv2,
             scanner: ScanOptions {
                 versions_per_sec: rate,
                 interval,
             },
             shutdown_timeout,
+            drive_deadline,
             read_header_timeout,
             requests_max,
+            post_forms_max,
+            post_form_timeout,
             requests_deadline,
             splice_get,
             huge_fill,

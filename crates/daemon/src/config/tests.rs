@@ -275,3 +275,32 @@ fn splice_get_is_off_unless_asked_for() {
     );
     assert!(resolve(&["/d"], &[("TESSERA_SPLICE_GET", "sometimes")]).is_err());
 }
+
+#[test]
+fn drive_deadline_settings() {
+    let c = resolve(&["/d"], &[]).unwrap();
+    assert_eq!(c.drive_deadline.op_timeout, Duration::from_secs(30));
+    assert_eq!(c.drive_deadline.probe_interval, Duration::from_secs(5));
+    assert_eq!(c.drive_deadline.max_consecutive_failures, 3);
+    let c = resolve(
+        &["/d"],
+        &[
+            ("MINIO_DRIVE_MAX_TIMEOUT", "45s"),
+            ("TESSERA_DRIVE_PROBE_INTERVAL", "250ms"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.drive_deadline.op_timeout, Duration::from_secs(45));
+    assert_eq!(c.drive_deadline.probe_interval, Duration::from_millis(250));
+    let c = resolve(
+        &["/d"],
+        &[
+            ("TESSERA_DRIVE_TIMEOUT", "2s"),
+            ("MINIO_DRIVE_MAX_TIMEOUT", "45s"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.drive_deadline.op_timeout, Duration::from_secs(2));
+    assert!(resolve(&["/d"], &[("TESSERA_DRIVE_TIMEOUT", "0s")]).is_err());
+    assert!(resolve(&["/d"], &[("TESSERA_DRIVE_TIMEOUT", "forever")]).is_err());
+}

@@ -103,6 +103,11 @@ pub struct LayerOptions {
     pub set_drive_count: Option<usize>,
     /// Configuration of the local drives opened by [`ObjectLayer::open_dirs`].
     pub drive: Option<LocalDriveConfig>,
+    /// Deadline and failure threshold of every drive opened by
+    /// [`ObjectLayer::open_dirs`] (each is wrapped in a
+    /// [`drive::DeadlineDrive`]); [`drive::DeadlineConfig::default`] when
+    /// `None`.
+    pub deadline: Option<drive::DeadlineConfig>,
     /// Bytes of shard records that streamed PUTs may have queued for or
     /// being written to each drive of a set, all uploads together (16 MiB
     /// when `None`); uploads beyond it wait for the drives.

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use drive::{Drive, DriveError, FormatErasureV3, LocalDrive};
+use drive::{DeadlineDrive, Drive, DriveError, FormatErasureV3, LocalDrive};
 use placement::DistributionAlgo;
 use uuid::Uuid;
 
@@ -39,7 +39,11 @@ impl ObjectLayer {
                 std::fs::create_dir_all(d)
                     .map_err(|e| Error::Layout(format!("creating {}: {e}", d.display())))?;
                 let cfg = opts.drive.clone().unwrap_or_default();
-                drives.push(Arc::new(LocalDrive::open(d.clone(), cfg).await?));
+                let local = Arc::new(LocalDrive::open(d.clone(), cfg).await?);
+                // Every drive answers within the deadline, so a hung disk
+                // cannot hold a request that only needs a quorum.
+                let deadline = opts.deadline.clone().unwrap_or_default();
+                drives.push(Arc::new(DeadlineDrive::new(local, deadline)));
             }
             out.push(drives);
         }
