@@ -218,6 +218,10 @@ fn default_of(code: &str) -> (StatusCode, &'static str) {
             S::BAD_REQUEST,
             "The versioning configuration specified in the request is invalid.",
         ),
+        "InvalidPolicyDocument" => (
+            S::BAD_REQUEST,
+            "The content of the form does not meet the conditions specified in the policy document.",
+        ),
         "MalformedPOSTRequest" => (
             S::BAD_REQUEST,
             "The body of your POST request is not well-formed multipart/form-data.",

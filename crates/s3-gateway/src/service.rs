@@ -79,6 +79,17 @@ pub struct GatewayLimits {
     /// Longest wait for a slot when `max_requests` are being served; then
     /// `503 SlowDown` (zero: refused at once; default 10 s).
     pub request_wait: Duration,
+    /// Browser POST forms read at once before they are authenticated: their
+    /// own share, outside `max_requests`, so unauthenticated clients cannot
+    /// take the slots of signed requests (0: a quarter of `max_requests`,
+    /// at least 1; unbounded when `max_requests` is).
+    pub max_post_forms: usize,
+    /// Longest wait for the next piece of a browser POST form before its
+    /// file (default 10 s).
+    pub post_form_idle: Duration,
+    /// Longest time for a browser POST form's fields, up to its file, to
+    /// arrive (default 30 s).
+    pub post_form_timeout: Duration,
 }
 
 impl Default for GatewayLimits {
@@ -92,6 +103,9 @@ impl Default for GatewayLimits {
             body_idle_timeout: Duration::from_secs(60),
             max_requests: 1024,
             request_wait: Duration::from_secs(10),
+            max_post_forms: 0,
+            post_form_idle: Duration::from_secs(10),
+            post_form_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -130,6 +144,8 @@ pub struct Gateway {
     verifier: Verifier<StaticCredentials>,
     observer: Option<Arc<dyn RequestObserver>>,
     admission: Admission,
+    /// The share of unauthenticated browser POST forms.
+    post_admission: Admission,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -213,6 +229,7 @@ impl Gateway {
             layer,
             verifier: Verifier::new(auth, creds),
             admission: Admission::new(config.limits.max_requests, config.limits.request_wait),
+            post_admission: Admission::new(post_forms_bound(&config.limits), Duration::ZERO),
             config,
             observer: None,
         }
@@ -234,6 +251,12 @@ impl Gateway {
     }
 
     /// How the bound on concurrent requests stands.
+    /// A slot of the server's bound (browser POST uploads take theirs once
+    /// authenticated).
+    pub(crate) async fn admit(&self) -> Result<Slot, S3Error> {
+        self.admission.admit().await
+    }
+
     pub fn admission_stats(&self) -> AdmissionStats {
         self.admission.stats()
     }
@@ -334,10 +357,10 @@ impl Gateway {
             return Err(e);
         }
         self.route(ctx)?;
-        // Before the body is read or the signature checked: both cost
-        // memory and CPU that the bound is there to limit.
-        ctx.slot = Some(self.admission.admit().await?);
-        // Browser uploads carry their signature in the form, not the head.
+        // Browser uploads carry their signature in the form, not the head:
+        // the form is read in the small share of unauthenticated forms
+        // (refused at once when it is full), and the upload takes a slot of
+        // the server's bound once the form's signature holds.
         if ctx.parts.method == Method::POST
             && ctx.bucket.is_some()
             && ctx.key.is_none()
@@ -346,8 +369,12 @@ impl Gateway {
                 .and_then(crate::handlers::post_boundary)
         {
             ctx.api = "PostObject";
+            let _form_slot = self.post_admission.admit().await?;
             return crate::handlers::post_object(self, ctx, b).await;
         }
+        // Before the body is read or the signature checked: both cost
+        // memory and CPU that the bound is there to limit.
+        ctx.slot = Some(self.admission.admit().await?);
         match self
             .verifier
             .authenticate((&ctx.parts).into(), SystemTime::now())?
@@ -517,4 +544,13 @@ pub(crate) fn error_response(
         *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
         r
     })
+}
+
+/// The bound of unauthenticated browser POST forms read at once.
+fn post_forms_bound(limits: &GatewayLimits) -> usize {
+    match (limits.max_requests, limits.max_post_forms) {
+        (0, n) => n,
+        (_, 0) => (limits.max_requests / 4).max(1),
+        (_, n) => n,
+    }
 }

@@ -75,6 +75,7 @@ pub use signing::{
 };
 pub use verify::{AuthKind, Authentication, Verified, Verifier};
 
+pub(crate) use sigv2::verify as sigv2_verify;
 pub(crate) use time::{civil_from_days as time_civil_from_days, days_from_civil};
 
 /// A time as SigV4 writes it, `YYYYMMDD'T'HHMMSS'Z'` (`x-amz-date`), for
