@@ -174,6 +174,31 @@ class ChunkedTransferEncoding(ServerTestCase):
             self.s3.head_object(Bucket=self.bucket, Key="nolen")
 
 
+class LongNames(ServerTestCase):
+    """A key whose stored form would not fit the file system: a directory
+    object (`.../`) is stored with `__XLDIR__` added to its last segment,
+    so a last segment over 246 bytes is 400 KeyTooLongError, never a
+    quorum 503 that SDKs would retry."""
+
+    def test_directory_object_names_too_long_for_the_file_system(self):
+        s3 = client(self.endpoint)
+        b = unique_bucket("names")
+        s3.create_bucket(Bucket=b)
+        for key in ["a" * 255 + "/", "p/" + "b" * 247 + "/", "c" * 256, "d/" + "e" * 256 + "/f"]:
+            for method in ["PUT", "GET", "HEAD", "DELETE"]:
+                with self.subTest(key=key[-5:], n=len(key), method=method):
+                    r = raw_request(self.endpoint, method, f"/{b}/{key}", "",
+                                    body=b"x" if method == "PUT" else b"")
+                    self.assertEqual(r.status, 400, r)
+                    if method != "HEAD":
+                        self.assertIn(b"<Code>KeyTooLongError</Code>", r.body)
+        # The longest that fits works.
+        key = "p/" + "b" * 246 + "/"
+        s3.put_object(Bucket=b, Key=key, Body=b"")
+        self.assertEqual(s3.head_object(Bucket=b, Key=key)["ContentLength"], 0)
+        self.assertEqual([o["Key"] for o in s3.list_objects_v2(Bucket=b, Prefix="p/")["Contents"]], [key])
+
+
 class UploadPartCopyFromVersions(ServerTestCase):
     """UploadPartCopy from a given version of a versioned object (a plain
     one and a multipart one, both overwritten since), in ranged parts,

@@ -259,7 +259,7 @@ impl From<LayerError> for S3Error {
                 S3Error::new("InvalidBucketName").detail("BucketName", b)
             }
             LayerError::InvalidObjectName(k, why) => {
-                if k.len() > 1024 {
+                if k.len() > 1024 || why.contains("longer than") {
                     S3Error::new("KeyTooLongError")
                 } else {
                     S3Error::with_message(

@@ -71,8 +71,18 @@ pub fn check_key(key: &str) -> Result<()> {
             return Err(bad("reserved name"));
         }
     }
+    // A directory object's last segment is stored with `__XLDIR__` added
+    // (`object_dir`), which must still fit the file system's name limit.
+    if key.ends_with('/')
+        && body.rsplit('/').next().unwrap_or("").len() + DIR_SUFFIX.len() > MAX_SEGMENT_BYTES
+    {
+        return Err(bad("directory name longer than 246 bytes before its trailing /"));
+    }
     Ok(())
 }
+
+/// What a directory object's last segment is stored with.
+const DIR_SUFFIX: &str = "__XLDIR__";
 
 /// Whether no key [`check_key`] accepts starts with `prefix`. A listing
 /// with such a prefix is empty and walks nothing: its directory part may be
@@ -155,9 +165,14 @@ mod tests {
             "x/xl.meta",
             &"k".repeat(1025),
             &"s".repeat(256),
+            &format!("{}/", "d".repeat(247)),
+            &format!("a/{}/", "d".repeat(255)),
         ] {
             assert!(check_key(bad).is_err(), "{bad:?} accepted");
         }
+        // The longest directory object whose stored name still fits.
+        check_key(&format!("a/{}/", "d".repeat(246))).unwrap();
+        check_key(&"f".repeat(255)).unwrap();
     }
 
     #[test]
