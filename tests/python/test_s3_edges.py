@@ -199,6 +199,65 @@ class LongNames(ServerTestCase):
         self.assertEqual([o["Key"] for o in s3.list_objects_v2(Bucket=b, Prefix="p/")["Contents"]], [key])
 
 
+class TrailerChecksums(ServerTestCase):
+    """An aws-chunked body announcing two checksum trailers: S3 takes one
+    checksum per request, so it is refused (400 InvalidRequest) rather than
+    stored with one of them unchecked; one trailer is verified."""
+
+    def send(self, key, trailer_names, trailers):
+        import hashlib
+        import zlib
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        from tessera_server import ACCESS_KEY, REGION, SECRET_KEY
+        payload = b"hello"
+        body = f"{len(payload):x}\r\n".encode() + payload + b"\r\n0\r\n"
+        body += "".join(f"{k}:{v}\r\n" for k, v in trailers).encode() + b"\r\n"
+        path = f"/{self.bucket}/{key}"
+        headers = {
+            "x-amz-content-sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+            "content-encoding": "aws-chunked",
+            "x-amz-decoded-content-length": str(len(payload)),
+            "x-amz-trailer": ",".join(trailer_names),
+        }
+        req = AWSRequest(method="PUT", url=self.endpoint + path, data=body, headers=headers)
+        # What botocore itself signs for a body with checksum trailers.
+        req.context["checksum"] = {"request_algorithm": {"in": "trailer"}}
+        S3SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "s3", REGION).add_auth(req)
+        u = urllib.parse.urlsplit(self.endpoint)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        try:
+            conn.request("PUT", path, body=body, headers=dict(req.headers.items()))
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def test_two_checksum_trailers_are_refused(self):
+        import hashlib
+        import struct
+        import zlib
+        self.bucket = unique_bucket("trail")
+        client(self.endpoint).create_bucket(Bucket=self.bucket)
+        crc = base64.b64encode(struct.pack(">I", zlib.crc32(b"hello"))).decode()
+        sha = base64.b64encode(hashlib.sha256(b"hello").digest()).decode()
+        status, body = self.send("two", ["x-amz-checksum-crc32", "x-amz-checksum-sha256"],
+                                 [("x-amz-checksum-crc32", crc), ("x-amz-checksum-sha256", sha)])
+        self.assertEqual(status, 400, body)
+        self.assertIn(b"InvalidRequest", body)
+        # One trailer: verified, and a wrong one refused.
+        status, body = self.send("one", ["x-amz-checksum-crc32"], [("x-amz-checksum-crc32", crc)])
+        self.assertEqual(status, 200, body)
+        status, body = self.send("bad", ["x-amz-checksum-sha256"], [("x-amz-checksum-sha256", crc + "AAAA")])
+        self.assertEqual(status // 100, 4, body)
+        s3 = client(self.endpoint)
+        self.assertEqual(s3.get_object(Bucket=self.bucket, Key="one")["Body"].read(), b"hello")
+        for gone in ("two", "bad"):
+            with self.assertRaises(Exception):
+                s3.head_object(Bucket=self.bucket, Key=gone)
+
+
 class UploadPartCopyFromVersions(ServerTestCase):
     """UploadPartCopy from a given version of a versioned object (a plain
     one and a multipart one, both overwritten since), in ranged parts,

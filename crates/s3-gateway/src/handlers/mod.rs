@@ -410,11 +410,25 @@ where
             checksum = Some((alg, Expected::Header(v.to_owned())));
         }
     }
-    if checksum.is_none()
-        && let Some(t) = ctx.header("x-amz-trailer")
-        && let Some(alg) = ChecksumAlgorithm::from_header_name(t.trim())
-    {
-        checksum = Some((alg, Expected::Trailer));
+    // The trailer checksum: one, as S3 takes one checksum per request (two
+    // announced, or a header and a trailer, would leave one unchecked).
+    let trailers: Vec<ChecksumAlgorithm> = ctx
+        .parts
+        .headers
+        .get_all("x-amz-trailer")
+        .iter()
+        .flat_map(|v| v.to_str().unwrap_or("").split(','))
+        .filter_map(|n| ChecksumAlgorithm::from_header_name(n.trim()))
+        .collect();
+    match (trailers.as_slice(), &checksum) {
+        ([], _) => {}
+        ([alg], None) => checksum = Some((*alg, Expected::Trailer)),
+        _ => {
+            return Err(S3Error::with_message(
+                "InvalidRequest",
+                "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
+            ));
+        }
     }
     let _ = gw;
     Ok(BodyReader::new(
