@@ -224,6 +224,10 @@ fn ci() -> Result<(), String> {
     )?;
     go_benchmarks(true)?;
 
+    // Last, as it rebuilds the drive stack with the test-only feature: the
+    // fault suite with injected hangs and I/O errors, which must not skip.
+    fault_suite(&mut counts)?;
+
     eprintln!(
         "\nxtask ci: every step passed in {:.0} s",
         started.elapsed().as_secs_f64()
@@ -285,6 +289,34 @@ fn client_suites(
         .env("PYTHONUNBUFFERED", "1")
         .current_dir(workspace_root());
     run_unittest("client suites (boto3, aws-cli, mc)", &mut unittest, counts)
+}
+
+/// The fault suite (`tests/python/test_faults.py`) against a daemon built
+/// with the test-only `fault-injection` feature, with its skips turned into
+/// failures (`TESSERA_REQUIRE_FAULTS=1`).
+fn fault_suite(counts: &mut Counts) -> Result<(), String> {
+    let python = python_env()?;
+    run(
+        "build the tessera binary with fault injection (test-only)",
+        cargo().args([
+            "build",
+            "--locked",
+            "-p",
+            "daemon",
+            "--features",
+            "fault-injection",
+        ]),
+    )?;
+    let tessera = target_dir().join("debug/tessera");
+    let mut unittest = Command::new(&python);
+    unittest
+        .args(["-m", "unittest", "test_faults", "-v"])
+        .env("TESSERA_BIN", &tessera)
+        .env("TESSERA_REQUIRE_FAULTS", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONUNBUFFERED", "1")
+        .current_dir(workspace_root().join(CLIENT_SUITES));
+    run_unittest("fault suite (injected hangs and EIO)", &mut unittest, counts)
 }
 
 /// The Cargo target directory (`CARGO_TARGET_DIR` or `target/`).
