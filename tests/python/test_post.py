@@ -131,6 +131,32 @@ class PostObject(ServerTestCase):
         head = self.s3.head_object(Bucket=self.bucket, Key="meta")
         self.assertEqual((head["ContentType"], head["Metadata"]), ("text/csv", {"origin": "browser"}))
 
+    def test_escaped_values_in_the_policy(self):
+        """S3's policy escapes: JSON's (a quote, a backslash, \\uXXXX) and
+        S3's own `\\$` for a dollar sign, matched against the raw field."""
+        value = '$5 "cAfe" \\ end'
+        policy_text = ('{"expiration": "2100-01-01T00:00:00Z", "conditions": ['
+                       '{"bucket": "%s"}, {"key": "escaped"}, '
+                       '["eq", "$x-amz-meta-price", "\\$5 \\"c\\u0041fe\\" \\\\ end"]]}' % self.bucket)
+        self.assertEqual(json.loads(policy_text.replace("\\$", "$"))["conditions"][2][2], value)
+        policy = base64.b64encode(policy_text.encode()).decode()
+        sig = base64.b64encode(hmac.new(SECRET_KEY.encode(), policy.encode(), hashlib.sha1).digest()).decode()
+        base = [("key", "escaped"), ("AWSAccessKeyId", ACCESS_KEY), ("policy", policy), ("signature", sig)]
+        got, _, body = post(self.endpoint, self.bucket, base + [("x-amz-meta-price", value)], b"e")
+        self.assertEqual(got, 204, body)
+        head = self.s3.head_object(Bucket=self.bucket, Key="escaped")
+        self.assertEqual(self.body_of("escaped"), b"e")
+        self.assertEqual(head["Metadata"]["price"], value)
+        got, _, body = post(self.endpoint, self.bucket, base + [("x-amz-meta-price", "\\$5")], b"e")
+        self.assertEqual((got, code_of(body)), (403, "AccessDenied"), body)
+
+    def test_utf8_metadata_field(self):
+        fields = self.presigned("utf8", {"x-amz-meta-note": "café"}, [{"x-amz-meta-note": "café"}])
+        got, _, body = post(self.endpoint, self.bucket, fields, b"u")
+        self.assertEqual(got, 204, body)
+        meta = self.s3.head_object(Bucket=self.bucket, Key="utf8")["Metadata"]
+        self.assertEqual(meta["note"], "=?UTF-8?B?" + base64.b64encode("café".encode()).decode() + "?=")
+
     def test_fields_s3_ignores_and_x_ignore(self):
         fields = self.presigned("ignored", {"acl": "private"}, [{"acl": "private"}]) + [("x-ignore-note", "hi")]
         got, _, body = post(self.endpoint, self.bucket, fields, b"i")
@@ -202,7 +228,8 @@ class StalledForms(unittest.TestCase):
         server = TesseraServer(env={
             "TESSERA_API_REQUESTS_MAX": "4",
             "TESSERA_API_POST_FORMS_MAX": "2",
-            "TESSERA_API_POST_FORM_TIMEOUT": "3s",
+            "TESSERA_API_POST_FORM_TIMEOUT": "30s",
+            "TESSERA_API_POST_FORM_IDLE": "3s",
         }).start()
         socks = []
         try:
@@ -222,7 +249,8 @@ class StalledForms(unittest.TestCase):
             self.assertEqual(s3.get_object(Bucket="stall", Key="k")["Body"].read(), b"still served")
             self.assertLess(time.monotonic() - started, 1.0)
             # Beyond the share of 2: refused at once (503 SlowDown); the two
-            # in the share time out (400 RequestTimeout) within the deadline.
+            # in the share time out (400 RequestTimeout) within the idle
+            # deadline.
             answers = []
             for s in socks:
                 s.settimeout(10)
@@ -244,6 +272,47 @@ class StalledForms(unittest.TestCase):
         finally:
             for s in socks:
                 s.close()
+            server.cleanup()
+
+    def test_a_trickled_form_meets_its_total_deadline(self):
+        server = TesseraServer(env={
+            "TESSERA_API_POST_FORM_TIMEOUT": "3s",
+            "TESSERA_API_POST_FORM_IDLE": "2s",
+        }).start()
+        try:
+            s3 = client(server.endpoint)
+            s3.create_bucket(Bucket="trickle")
+            u = urllib.parse.urlsplit(server.endpoint)
+            s = socket.create_connection((u.hostname, u.port), timeout=30)
+            try:
+                s.sendall((f"POST /trickle HTTP/1.1\r\nHost: {u.netloc}\r\n"
+                           "Content-Type: multipart/form-data; boundary=B\r\nContent-Length: 100000\r\n\r\n"
+                           "--B\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\n").encode())
+                started = time.monotonic()
+                s.settimeout(0.5)
+                data = b""
+                # One byte every half second: never idle for 2 s, so only
+                # the total deadline of 3 s ends the form.
+                while b"</Error>" not in data and time.monotonic() - started < 15:
+                    try:
+                        s.sendall(b"k")
+                    except OSError:
+                        pass
+                    try:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    except socket.timeout:
+                        pass
+                waited = time.monotonic() - started
+            finally:
+                s.close()
+            self.assertIn(b" 400 ", data.split(b"\r\n")[0], data)
+            self.assertEqual(code_of(data), "RequestTimeout", data)
+            self.assertGreater(waited, 2.5)
+            self.assertLess(waited, 3 + 5)
+        finally:
             server.cleanup()
 
 

@@ -166,7 +166,13 @@ pub const API_POST_FORM_TIMEOUT: EnvVar = EnvVar {
     name: "TESSERA_API_POST_FORM_TIMEOUT",
     aliases: &[],
     help: "longest time for a browser POST form's fields to arrive, up to its file (Go-style \
-           duration); default 30s, with at most 10s between two pieces",
+           duration); default 30s",
+};
+pub const API_POST_FORM_IDLE: EnvVar = EnvVar {
+    name: "TESSERA_API_POST_FORM_IDLE",
+    aliases: &[],
+    help: "longest wait for the next piece of a browser POST form's fields (Go-style duration); \
+           default 10s, or the form timeout when that is shorter",
 };
 pub const SPLICE_GET: EnvVar = EnvVar {
     name: "TESSERA_SPLICE_GET",
@@ -258,6 +264,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     API_REQUESTS_DEADLINE,
     API_POST_FORMS_MAX,
     API_POST_FORM_TIMEOUT,
+    API_POST_FORM_IDLE,
     SPLICE_GET,
     HUGE_FILL,
     READ_CACHE,

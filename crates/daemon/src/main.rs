@@ -256,7 +256,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
                 max_requests,
                 request_wait: cfg.requests_deadline,
                 max_post_forms: cfg.post_forms_max,
-                post_form_idle: cfg.post_form_timeout.min(Duration::from_secs(10)),
+                post_form_idle: cfg.post_form_idle,
                 post_form_timeout: cfg.post_form_timeout,
                 ..GatewayLimits::default()
             },

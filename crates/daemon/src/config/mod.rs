@@ -97,6 +97,8 @@ pub struct ServerConfig {
     pub post_forms_max: usize,
     /// Longest time for a browser POST form's fields to arrive.
     pub post_form_timeout: Duration,
+    /// Longest wait for the next piece of a browser POST form's fields.
+    pub post_form_idle: Duration,
     /// Longest wait for a request slot before `503 SlowDown`.
     pub requests_deadline: Duration,
     /// Whether GETs send page-cache pages with `splice`
@@ -396,6 +398,14 @@ impl ServerConfig {
         if post_form_timeout.is_zero() {
             return err("the POST form timeout must be positive");
         }
+        let post_form_idle = duration_var(
+            env,
+            &cli::API_POST_FORM_IDLE,
+            post_form_timeout.min(Duration::from_secs(10)),
+        )?;
+        if post_form_idle.is_zero() {
+            return err("the POST form idle timeout must be positive");
+        }
         // Zero is the default, as MinIO reads it; a short wait such as 1ms
         // refuses at once.
         let requests_deadline =
@@ -430,6 +440,7 @@ impl ServerConfig {
             requests_max,
             post_forms_max,
             post_form_timeout,
+            post_form_idle,
             requests_deadline,
             splice_get,
             huge_fill,

@@ -171,6 +171,40 @@ fn request_bound_settings() {
 }
 
 #[test]
+fn post_form_settings() {
+    let c = resolve(&["/d"], &[]).unwrap();
+    assert_eq!(c.post_forms_max, 0, "0: a quarter of the request bound");
+    assert_eq!(c.post_form_timeout, Duration::from_secs(30));
+    assert_eq!(c.post_form_idle, Duration::from_secs(10));
+    let c = resolve(&["/d"], &[("TESSERA_API_POST_FORM_TIMEOUT", "4s")]).unwrap();
+    assert_eq!(
+        c.post_form_idle,
+        Duration::from_secs(4),
+        "never longer than the total"
+    );
+    let c = resolve(
+        &["/d"],
+        &[
+            ("TESSERA_API_POST_FORMS_MAX", "3"),
+            ("TESSERA_API_POST_FORM_IDLE", "2s"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        (c.post_forms_max, c.post_form_idle),
+        (3, Duration::from_secs(2))
+    );
+    for (var, bad) in [
+        ("TESSERA_API_POST_FORMS_MAX", "many"),
+        ("TESSERA_API_POST_FORM_TIMEOUT", "0"),
+        ("TESSERA_API_POST_FORM_IDLE", "0"),
+        ("TESSERA_API_POST_FORM_IDLE", "soon"),
+    ] {
+        assert!(resolve(&["/d"], &[(var, bad)]).is_err(), "{var}={bad}");
+    }
+}
+
+#[test]
 fn huge_pages_are_on_unless_turned_off() {
     assert!(resolve(&["/d"], &[]).unwrap().huge_pages);
     assert!(

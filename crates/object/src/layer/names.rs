@@ -76,7 +76,9 @@ pub fn check_key(key: &str) -> Result<()> {
     if key.ends_with('/')
         && body.rsplit('/').next().unwrap_or("").len() + DIR_SUFFIX.len() > MAX_SEGMENT_BYTES
     {
-        return Err(bad("directory name longer than 246 bytes before its trailing /"));
+        return Err(bad(
+            "directory name longer than 246 bytes before its trailing /",
+        ));
     }
     Ok(())
 }

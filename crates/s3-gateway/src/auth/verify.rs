@@ -158,14 +158,7 @@ impl<P: CredentialsProvider> Verifier<P> {
         value: &HeaderValue,
         now: SystemTime,
     ) -> Result<Authentication, AuthError> {
-        if head.headers.get_all(AUTHORIZATION).iter().count() > 1 {
-            return Err(AuthError::header_malformed(
-                "the request has more than one Authorization header.",
-            ));
-        }
-        let value = value
-            .to_str()
-            .map_err(|_| AuthError::header_malformed("the header is not printable ASCII."))?;
+        let value = authorization_text(head, value)?;
         let auth = AuthorizationHeader::parse(value, &self.config.limits)?;
         self.check_scope(&auth.scope, Via::Header)?;
 
@@ -205,10 +198,7 @@ impl<P: CredentialsProvider> Verifier<P> {
         check_amz_headers_signed(head, &auth.signed_headers)?;
 
         let credentials = self.lookup(&auth.access_key)?;
-        let token = head
-            .headers
-            .get(X_AMZ_SECURITY_TOKEN)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let token = header_token(head);
         check_token(&credentials, token.as_deref())?;
 
         let canonical =
@@ -334,14 +324,7 @@ impl<P: CredentialsProvider> Verifier<P> {
         if !self.config.sigv2 {
             return Err(AuthError::unsupported_mechanism());
         }
-        if head.headers.get_all(AUTHORIZATION).iter().count() > 1 {
-            return Err(AuthError::header_malformed(
-                "the request has more than one Authorization header.",
-            ));
-        }
-        let value = value
-            .to_str()
-            .map_err(|_| AuthError::header_malformed("the header is not printable ASCII."))?;
+        let value = authorization_text(head, value)?;
         if value.len() > self.config.limits.max_authorization_len {
             return Err(AuthError::header_malformed("the header is too long."));
         }
@@ -349,10 +332,7 @@ impl<P: CredentialsProvider> Verifier<P> {
         let (time, date_lines) = sigv2::request_date(head.headers)?;
         self.check_skew(time, now)?;
         let credentials = self.lookup(&auth.access_key)?;
-        let token = head
-            .headers
-            .get(X_AMZ_SECURITY_TOKEN)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let token = header_token(head);
         check_token(&credentials, token.as_deref())?;
         sigv2::check(
             &head,
@@ -589,6 +569,28 @@ fn check_amz_headers_signed(head: RequestHead<'_>, signed: &[String]) -> Result<
     Err(AuthError::AccessDenied(AccessDenied::HeadersNotSigned(
         unsigned,
     )))
+}
+
+/// The one `Authorization` header's text.
+fn authorization_text<'h>(
+    head: RequestHead<'_>,
+    value: &'h HeaderValue,
+) -> Result<&'h str, AuthError> {
+    if head.headers.get_all(AUTHORIZATION).iter().count() > 1 {
+        return Err(AuthError::header_malformed(
+            "the request has more than one Authorization header.",
+        ));
+    }
+    value
+        .to_str()
+        .map_err(|_| AuthError::header_malformed("the header is not printable ASCII."))
+}
+
+/// The session token a header-signed request presents.
+fn header_token(head: RequestHead<'_>) -> Option<String> {
+    head.headers
+        .get(X_AMZ_SECURITY_TOKEN)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
 }
 
 /// Temporary credentials must present their session token; long-term ones

@@ -29,7 +29,7 @@ pub(crate) use headers::{
     Mode, SSEC, SSEC_COPY, client_key, mode_headers, parse_bucket_default, write_mode_for,
 };
 pub(crate) use keys::{Existing, NewKey, existing_key, new_key, sealed_of};
-pub(crate) use view::{listed_view, plain_size};
+pub(crate) use view::{client_view, listed_view, plain_size};
 
 use ring::rand::{SecureRandom, SystemRandom};
 

@@ -45,6 +45,24 @@ pub(crate) fn client_etag(
     stored[stored.len() - 32..].to_owned()
 }
 
+/// An object as the client sees it: an encrypted one (`existing`, its key)
+/// with its plaintext ETag, size and part sizes; any other as stored.
+pub(crate) fn client_view(
+    stored: &ObjectInfo,
+    existing: Option<&Existing>,
+) -> Result<ObjectInfo, S3Error> {
+    let mut info = stored.clone();
+    if let Some(ex) = existing {
+        info.etag = ex.etag(&stored.etag);
+        info.size = plain_size(stored)?;
+        let segs = ex.segments(stored)?;
+        for (p, seg) in info.parts.iter_mut().zip(&segs) {
+            p.size = seg.plain_len;
+        }
+    }
+    Ok(info)
+}
+
 /// The plaintext size of an encrypted object (the sum over its parts,
 /// each its own DARE stream).
 pub(crate) fn plain_size(info: &ObjectInfo) -> Result<u64, S3Error> {

@@ -87,15 +87,7 @@ pub(super) async fn get_attributes<B>(
     let client_key =
         encryption::client_key(&ctx.parts.headers, encryption::SSEC, &gw.config.encryption)?;
     let existing = encryption::existing_key(&stored, client_key.as_ref(), &gw.config.encryption)?;
-    let mut info = stored.clone();
-    if let Some(ex) = &existing {
-        info.etag = ex.etag(&stored.etag);
-        info.size = encryption::plain_size(&stored)?;
-        let segs = ex.segments(&stored)?;
-        for (p, seg) in info.parts.iter_mut().zip(&segs) {
-            p.size = seg.plain_len;
-        }
-    }
+    let info = encryption::client_view(&stored, existing.as_ref())?;
     let multipart = info.etag.contains('-');
     let mut w = XmlWriter::new();
     w.root("GetObjectAttributesResponse");

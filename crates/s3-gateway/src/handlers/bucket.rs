@@ -171,28 +171,33 @@ where
     Ok(empty(StatusCode::OK))
 }
 
-pub(super) async fn get_encryption<B>(
+/// A stored bucket configuration document as the answer, or `missing`
+/// (with the bucket's name) when the bucket has none.
+pub(super) async fn config_document<B>(
     gw: &Gateway,
-    ctx: &mut Ctx<B>,
+    ctx: &Ctx<B>,
+    kind: object::layer::BucketConfig,
+    missing: S3Error,
 ) -> Result<Response<ResponseBody>, S3Error> {
-    match gw
-        .layer
-        .bucket_config(ctx.bucket(), object::layer::BucketConfig::Encryption)
-        .await?
-    {
+    match gw.layer.bucket_config(ctx.bucket(), kind).await? {
         Some(doc) => Ok(xml_response(
             StatusCode::OK,
             String::from_utf8_lossy(&doc).into_owned(),
         )),
-        None => {
-            let mut e = S3Error::with_message(
-                "ServerSideEncryptionConfigurationNotFoundError",
-                "The server side encryption configuration was not found",
-            );
-            e.status = StatusCode::NOT_FOUND;
-            Err(e.detail("BucketName", ctx.bucket()))
-        }
+        None => Err(missing.detail("BucketName", ctx.bucket())),
     }
+}
+
+pub(super) async fn get_encryption<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    let mut missing = S3Error::with_message(
+        "ServerSideEncryptionConfigurationNotFoundError",
+        "The server side encryption configuration was not found",
+    );
+    missing.status = StatusCode::NOT_FOUND;
+    config_document(gw, ctx, object::layer::BucketConfig::Encryption, missing).await
 }
 
 pub(super) async fn put_encryption<B>(

@@ -221,17 +221,8 @@ pub(super) async fn get_bucket<B>(
     gw: &Gateway,
     ctx: &mut Ctx<B>,
 ) -> Result<Response<ResponseBody>, S3Error> {
-    match gw
-        .layer
-        .bucket_config(ctx.bucket(), BucketConfig::Tagging)
-        .await?
-    {
-        Some(doc) => Ok(xml_response(
-            StatusCode::OK,
-            String::from_utf8_lossy(&doc).into_owned(),
-        )),
-        None => Err(S3Error::new("NoSuchTagSet").detail("BucketName", ctx.bucket())),
-    }
+    super::bucket::config_document(gw, ctx, BucketConfig::Tagging, S3Error::new("NoSuchTagSet"))
+        .await
 }
 
 /// PutBucketTagging: replaces the bucket's tags; an empty tag set removes

@@ -105,10 +105,12 @@ where
                     | "x-amz-storage-class"
                     | "x-amz-tagging"
             );
+        // From bytes: a UTF-8 metadata value is stored as a PUT's would be
+        // (`put_options` decodes it; standard headers must be ASCII there).
         if stored
             && let (Ok(n), Ok(v)) = (
                 http::HeaderName::from_bytes(lk.as_bytes()),
-                http::HeaderValue::from_str(v),
+                http::HeaderValue::from_bytes(v.as_bytes()),
             )
         {
             headers.insert(n, v);

@@ -25,6 +25,28 @@ fn exempt(name: &str) -> bool {
     ) || n.starts_with("x-ignore-")
 }
 
+/// The policy text with S3's escapes that JSON lacks (`\$` for a dollar
+/// sign, `\v` for a vertical tab) turned into JSON; every other escape is
+/// left for the JSON parser, so `\\$` stays a backslash and a dollar.
+fn aws_escapes(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        match (raw[i], raw.get(i + 1)) {
+            (b'\\', Some(b'$')) => out.push(b'$'),
+            (b'\\', Some(b'v')) => out.extend_from_slice(b"\\u000b"),
+            (b'\\', Some(&c)) => out.extend_from_slice(&[b'\\', c]),
+            (c, _) => {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    out
+}
+
 /// What a policy allows that is not a field check.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Policy {
@@ -44,8 +66,8 @@ pub(super) fn check_policy(
 ) -> Result<Policy, S3Error> {
     let raw = crate::checksum::base64_decode(policy_b64.trim())
         .ok_or_else(|| invalid_policy("the policy is not base64"))?;
-    let doc: serde_json::Value =
-        serde_json::from_slice(&raw).map_err(|_| invalid_policy("the policy is not JSON"))?;
+    let doc: serde_json::Value = serde_json::from_slice(&aws_escapes(&raw))
+        .map_err(|_| invalid_policy("the policy is not JSON"))?;
     let exp = doc
         .get("expiration")
         .and_then(|e| e.as_str())
@@ -262,6 +284,18 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn s3_escapes() {
+        assert_eq!(aws_escapes(br#"a\$b"#), b"a$b");
+        assert_eq!(aws_escapes(br#"a\\$b"#), br#"a\\$b"#);
+        assert_eq!(aws_escapes(br#"\v\"\u00e9\"#), br#"\u000b\"\u00e9\"#);
+        let p = b64(
+            r#"{"expiration":"2100-01-01T00:00:00Z","conditions":[["eq","$x-amz-meta-price","\$5 \"caf\u00e9\""],{"key":"k"},{"bucket":"b"}]}"#,
+        );
+        let f = form(&[("key", "k"), ("x-amz-meta-price", "$5 \"caf\u{e9}\"")]);
+        check_policy(&p, &f, "b", "k", SystemTime::now()).unwrap();
     }
 
     fn form_of(fields: Vec<(String, String)>) -> Form {
