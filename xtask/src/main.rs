@@ -316,7 +316,11 @@ fn fault_suite(counts: &mut Counts) -> Result<(), String> {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1")
         .current_dir(workspace_root().join(CLIENT_SUITES));
-    run_unittest("fault suite (injected hangs and EIO)", &mut unittest, counts)
+    run_unittest(
+        "fault suite (injected hangs and EIO)",
+        &mut unittest,
+        counts,
+    )
 }
 
 /// The Cargo target directory (`CARGO_TARGET_DIR` or `target/`).
