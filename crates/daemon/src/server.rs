@@ -174,28 +174,33 @@ const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Waits (at most `timeout`) for the first bytes of a plain connection and
 /// tells HTTP/2 with prior knowledge (`true`) from HTTP/1.x; `None` when the
 /// client sends nothing in time or closes.
+///
+/// Event-driven: it wakes when bytes arrive. A peek that sees only part of
+/// the preface clears the socket's readiness (tokio's `try_io`, which does
+/// not lose an event that came meanwhile), so the next wait lasts until
+/// more bytes come, however slowly a client sends them.
 async fn sniff(stream: &TcpStream, timeout: Duration) -> Option<bool> {
+    use rustix::net::{RecvFlags, recv};
     let deadline = tokio::time::Instant::now() + timeout;
     let mut buf = [0u8; 24];
     loop {
-        let n = match tokio::time::timeout_at(deadline, stream.peek(&mut buf)).await {
-            Ok(Ok(n)) => n,
-            _ => return None,
-        };
-        if n == 0 {
-            return None;
+        tokio::time::timeout_at(deadline, stream.readable())
+            .await
+            .ok()?
+            .ok()?;
+        let seen = stream.try_io(tokio::io::Interest::READABLE, || {
+            let (n, _) = recv(stream, &mut buf[..], RecvFlags::PEEK | RecvFlags::DONTWAIT)?;
+            if n > 0 && n < H2_PREFACE.len() && buf[..n] == H2_PREFACE[..n] {
+                return Err(std::io::ErrorKind::WouldBlock.into());
+            }
+            Ok(n)
+        });
+        match seen {
+            Ok(0) => return None,
+            Ok(n) => return Some(n == H2_PREFACE.len() && buf == *H2_PREFACE),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return None,
         }
-        if buf[..n] != H2_PREFACE[..n] {
-            return Some(false);
-        }
-        if n == H2_PREFACE.len() {
-            return Some(true);
-        }
-        // A partial preface: wait for the rest.
-        if tokio::time::Instant::now() >= deadline {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -420,6 +425,39 @@ mod tests {
             }
             assert_eq!(sniff(&s, Duration::from_secs(10)).await, want, "{sent:?}");
         }
+        // The preface in pieces, the rest long after the first: found
+        // when the rest arrives.
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        c.write_all(&H2_PREFACE[..5]).await.unwrap();
+        let sniffer = tokio::spawn(async move { sniff(&s, Duration::from_secs(10)).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            !sniffer.is_finished(),
+            "a partial preface is not a protocol yet"
+        );
+        c.write_all(&H2_PREFACE[5..20]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        c.write_all(&H2_PREFACE[20..]).await.unwrap();
+        assert_eq!(sniffer.await.unwrap(), Some(true));
+        // A partial preface and then silence: the deadline ends the wait,
+        // and the sniffer sleeps meanwhile (a handful of polls, where a
+        // timer-driven retry would be polled hundreds of times).
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        c.write_all(&H2_PREFACE[..10]).await.unwrap();
+        let polls = std::sync::atomic::AtomicUsize::new(0);
+        let mut fut = std::pin::pin!(sniff(&s, Duration::from_millis(500)));
+        let started = std::time::Instant::now();
+        let got = std::future::poll_fn(|cx| {
+            polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            fut.as_mut().poll(cx)
+        })
+        .await;
+        assert_eq!(got, None);
+        assert!(started.elapsed() >= Duration::from_millis(490));
+        let polls = polls.into_inner();
+        assert!(polls < 10, "polled {polls} times while waiting");
         // Nothing sent: the deadline ends the wait.
         let _c = TcpStream::connect(addr).await.unwrap();
         let (s, _) = l.accept().await.unwrap();
