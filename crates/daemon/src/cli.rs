@@ -174,6 +174,19 @@ pub const API_POST_FORM_IDLE: EnvVar = EnvVar {
     help: "longest wait for the next piece of a browser POST form's fields (Go-style duration); \
            default 10s, or the form timeout when that is shorter",
 };
+pub const API_BODY_MIN_RATE: EnvVar = EnvVar {
+    name: "TESSERA_API_BODY_MIN_RATE",
+    aliases: &[],
+    help: "the floor rate of request bodies (bytes a second, averaged from the body's start; \
+           sizes like 4KiB), enforced after the grace period: a slower body is refused with \
+           RequestTimeout and its slot freed; 0 turns it off; default 4KiB",
+};
+pub const API_BODY_GRACE: EnvVar = EnvVar {
+    name: "TESSERA_API_BODY_GRACE",
+    aliases: &[],
+    help: "how long a request body may take before its floor rate applies (Go-style duration); \
+           default 30s",
+};
 pub const SPLICE_GET: EnvVar = EnvVar {
     name: "TESSERA_SPLICE_GET",
     aliases: &[],
@@ -265,6 +278,8 @@ pub const ENV_VARS: &[EnvVar] = &[
     API_POST_FORMS_MAX,
     API_POST_FORM_TIMEOUT,
     API_POST_FORM_IDLE,
+    API_BODY_MIN_RATE,
+    API_BODY_GRACE,
     SPLICE_GET,
     HUGE_FILL,
     READ_CACHE,

@@ -258,6 +258,8 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
                 max_post_forms: cfg.post_forms_max,
                 post_form_idle: cfg.post_form_idle,
                 post_form_timeout: cfg.post_form_timeout,
+                body_min_rate: cfg.body_min_rate,
+                body_grace: cfg.body_grace,
                 ..GatewayLimits::default()
             },
             ..GatewayConfig::default()

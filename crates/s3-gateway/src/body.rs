@@ -58,6 +58,9 @@ pub(crate) struct BodyChecks {
     pub limit: (u64, &'static str),
     /// Longest wait for the next piece of the body.
     pub idle_timeout: Duration,
+    /// The floor rate: after `grace`, the body must have arrived at `rate`
+    /// bytes a second on average since its first poll (`None`: no floor).
+    pub min_rate: Option<(u64, Duration)>,
 }
 
 /// The request body as an `AsyncRead`, verified while read.
@@ -72,6 +75,9 @@ pub(crate) struct BodyReader<B> {
     limit: (u64, &'static str),
     idle_timeout: Duration,
     idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    min_rate: Option<(u64, Duration)>,
+    /// When the body was first polled.
+    started: Option<tokio::time::Instant>,
     finished: bool,
     failed: bool,
     /// The verified checksum (algorithm, base64 value), once the body ended.
@@ -108,6 +114,8 @@ where
             limit: checks.limit,
             idle_timeout: checks.idle_timeout,
             idle: None,
+            min_rate: checks.min_rate,
+            started: None,
             finished: false,
             failed: false,
             verified_checksum: None,
@@ -235,16 +243,32 @@ where
             if this.finished {
                 return Poll::Ready(Ok(()));
             }
+            let now = tokio::time::Instant::now();
+            let started = *this.started.get_or_insert(now);
+            // The latest the body may go on waiting: the idle limit, and the
+            // floor rate's deadline for the bytes received so far (a body
+            // trickled a byte at a time cannot keep its slot for ever).
+            let progress_deadline = this.min_rate.map(|(rate, grace)| {
+                let earned = Duration::from_secs_f64(this.raw as f64 / rate.max(1) as f64);
+                started + grace + earned
+            });
+            if progress_deadline.is_some_and(|d| now >= d) {
+                this.failed = true;
+                return Poll::Ready(Err(fail(S3Error::new("RequestTimeout"))));
+            }
             let frame = match Pin::new(&mut this.inner).poll_frame(cx) {
                 Poll::Ready(f) => {
                     this.idle = None;
                     f
                 }
                 Poll::Pending => {
-                    let timeout = this.idle_timeout;
+                    let mut until = now + this.idle_timeout;
+                    if let Some(d) = progress_deadline {
+                        until = until.min(d);
+                    }
                     let idle = this
                         .idle
-                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
                     ready!(idle.as_mut().poll(cx));
                     this.failed = true;
                     return Poll::Ready(Err(fail(S3Error::new("RequestTimeout"))));

@@ -71,6 +71,13 @@ pub struct GatewayLimits {
     pub max_part_bytes: u64,
     /// Longest wait for the next piece of a request body.
     pub body_idle_timeout: Duration,
+    /// The floor rate of request bodies, bytes a second averaged from the
+    /// body's start, enforced after `body_grace` (0: none; default 4 KiB/s,
+    /// so a 5 GiB part has 15 days and a trickled body loses its slot).
+    pub body_min_rate: u64,
+    /// How long a body may take before the floor rate applies (default
+    /// 30 s).
+    pub body_grace: Duration,
     /// Requests served at once, from their head to the end of their
     /// response body (0: no bound; default 1024, the daemon's is set from
     /// memory). Health and metrics requests, answered by the daemon before
@@ -101,6 +108,8 @@ impl Default for GatewayLimits {
             max_object_bytes: 5 << 40,
             max_part_bytes: 5 << 30,
             body_idle_timeout: Duration::from_secs(60),
+            body_min_rate: 4 * 1024,
+            body_grace: Duration::from_secs(30),
             max_requests: 1024,
             request_wait: Duration::from_secs(10),
             max_post_forms: 0,

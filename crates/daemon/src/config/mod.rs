@@ -99,6 +99,10 @@ pub struct ServerConfig {
     pub post_form_timeout: Duration,
     /// Longest wait for the next piece of a browser POST form's fields.
     pub post_form_idle: Duration,
+    /// The floor rate of request bodies (bytes a second; 0: none) and the
+    /// time before it applies.
+    pub body_min_rate: u64,
+    pub body_grace: Duration,
     /// Longest wait for a request slot before `503 SlowDown`.
     pub requests_deadline: Duration,
     /// Whether GETs send page-cache pages with `splice`
@@ -406,6 +410,13 @@ impl ServerConfig {
         if post_form_idle.is_zero() {
             return err("the POST form idle timeout must be positive");
         }
+        let body_min_rate = match env.get(&cli::API_BODY_MIN_RATE) {
+            None => 4 * 1024,
+            Some((v, name)) => {
+                parse_size(&v).map_err(|e| ConfigError(format!("{name}='{v}': {e}")))?
+            }
+        };
+        let body_grace = duration_var(env, &cli::API_BODY_GRACE, Duration::from_secs(30))?;
         // Zero is the default, as MinIO reads it; a short wait such as 1ms
         // refuses at once.
         let requests_deadline =
@@ -441,6 +452,8 @@ impl ServerConfig {
             post_forms_max,
             post_form_timeout,
             post_form_idle,
+            body_min_rate,
+            body_grace,
             requests_deadline,
             splice_get,
             huge_fill,

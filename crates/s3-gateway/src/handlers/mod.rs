@@ -439,6 +439,8 @@ where
             checksum,
             limit,
             idle_timeout: gw.config.limits.body_idle_timeout,
+            min_rate: (gw.config.limits.body_min_rate > 0)
+                .then_some((gw.config.limits.body_min_rate, gw.config.limits.body_grace)),
         },
     ))
 }

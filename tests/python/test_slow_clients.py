@@ -1,0 +1,95 @@
+"""Slow request bodies against a real `tessera server`: a body trickled a
+byte at a time must not keep its request slot for ever. After a grace
+period a body must have come at a floor rate on average
+(TESSERA_API_BODY_MIN_RATE, TESSERA_API_BODY_GRACE), else the request
+fails with 400 RequestTimeout (S3's code for a socket not read from or
+written to in time) and its slot goes to the next request.
+"""
+
+import socket
+import threading
+import time
+import unittest
+import urllib.parse
+
+from s3util import client, signed_headers
+from tessera_server import TesseraServer
+
+
+class TrickledBodies(unittest.TestCase):
+    def test_trickled_bodies_lose_their_slots(self):
+        server = TesseraServer(env={
+            "TESSERA_API_REQUESTS_MAX": "2",
+            "TESSERA_API_REQUESTS_DEADLINE": "20s",
+            "TESSERA_API_BODY_MIN_RATE": "10000",
+            "TESSERA_API_BODY_GRACE": "500ms",
+        }).start()
+        stop = threading.Event()
+        answers = {}
+        try:
+            s3 = client(server.endpoint)
+            s3.create_bucket(Bucket="slow")
+            s3.put_object(Bucket="slow", Key="k", Body=b"served")
+            u = urllib.parse.urlsplit(server.endpoint)
+
+            def trickle(i):
+                path = f"/slow/trickled-{i}"
+                # Signed for an empty payload: the request fails on time
+                # long before its body could be checked.
+                headers = signed_headers(server.endpoint, "PUT", path, body=b"")
+                headers.pop("Content-Length", None)
+                lines = [f"PUT {path} HTTP/1.1", f"Host: {u.netloc}", "Content-Length: 1000000"]
+                lines += [f"{k}: {v}" for k, v in headers.items() if k.lower() != "host"]
+                with socket.create_connection((u.hostname, u.port), timeout=30) as s:
+                    s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+                    started = time.monotonic()
+                    s.settimeout(0.1)
+                    data = b""
+                    # One byte every 100 ms (10 B/s, far under the floor)
+                    # until the server answers.
+                    while not stop.is_set() and time.monotonic() - started < 20:
+                        try:
+                            s.sendall(b"x")
+                        except OSError:
+                            break
+                        try:
+                            chunk = s.recv(65536)
+                            if not chunk:
+                                break
+                            data += chunk
+                            if b"</Error>" in data:
+                                break
+                        except socket.timeout:
+                            pass
+                    answers[i] = (time.monotonic() - started, data.split(b"\r\n")[0], data)
+
+            # Three trickled bodies for a bound of two requests.
+            threads = [threading.Thread(target=trickle, args=(i,)) for i in range(3)]
+            for t in threads:
+                t.start()
+            time.sleep(0.2)
+            started = time.monotonic()
+            self.assertEqual(s3.get_object(Bucket="slow", Key="k")["Body"].read(), b"served")
+            waited = time.monotonic() - started
+            for t in threads:
+                t.join(30)
+            self.assertEqual(len(answers), 3, answers)
+            for i, (elapsed, status, data) in answers.items():
+                self.assertIn(b" 400 ", status, data)
+                self.assertIn(b"<Code>RequestTimeout</Code>", data)
+                # Grace 0.5 s; the 20 s idle limit would be far later.
+                self.assertLess(elapsed, 5, (i, elapsed))
+            # The GET waited only for a trickled body to lose its slot.
+            self.assertLess(waited, 5)
+            print(f"\nGET served after {waited:.2f} s; trickled bodies refused after "
+                  f"{sorted(round(a[0], 2) for a in answers.values())} s")
+            for i in range(3):
+                with self.assertRaises(Exception):
+                    s3.head_object(Bucket="slow", Key=f"trickled-{i}")
+        finally:
+            stop.set()
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
