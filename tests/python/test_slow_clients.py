@@ -6,6 +6,7 @@ fails with 400 RequestTimeout (S3's code for a socket not read from or
 written to in time) and its slot goes to the next request.
 """
 
+import http.client
 import socket
 import threading
 import time
@@ -88,6 +89,72 @@ class TrickledBodies(unittest.TestCase):
                     s3.head_object(Bucket="slow", Key=f"trickled-{i}")
         finally:
             stop.set()
+            server.cleanup()
+
+
+class NonReadingClients(unittest.TestCase):
+    """A GET client that stops reading (its receive window at zero) must not
+    keep its slot and the response's buffers: after TESSERA_API_SEND_TIMEOUT
+    without progress the connection is closed and the slot freed."""
+
+    def test_clients_that_stop_reading_lose_their_slots(self):
+        server = TesseraServer(env={
+            "TESSERA_API_REQUESTS_MAX": "2",
+            "TESSERA_API_REQUESTS_DEADLINE": "30s",
+            "TESSERA_API_SEND_TIMEOUT": "1s",
+            "TESSERA_PROMETHEUS_AUTH_TYPE": "public",
+        }).start()
+        socks = []
+        try:
+            s3 = client(server.endpoint)
+            s3.create_bucket(Bucket="stuck")
+            big = b"z" * (32 * 1024 * 1024)
+            s3.put_object(Bucket="stuck", Key="big", Body=big)
+            s3.put_object(Bucket="stuck", Key="small", Body=b"served")
+            u = urllib.parse.urlsplit(server.endpoint)
+            for _ in range(3):
+                headers = signed_headers(server.endpoint, "GET", "/stuck/big")
+                lines = ["GET /stuck/big HTTP/1.1", f"Host: {u.netloc}"]
+                lines += [f"{k}: {v}" for k, v in headers.items() if k.lower() != "host"]
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.connect((u.hostname, u.port))
+                s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+                socks.append(s)
+            time.sleep(0.3)
+            started = time.monotonic()
+            self.assertEqual(s3.get_object(Bucket="stuck", Key="small")["Body"].read(), b"served")
+            waited = time.monotonic() - started
+            # Every slot comes free while the clients still read nothing.
+            deadline = time.monotonic() + 20
+            while True:
+                conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+                conn.request("GET", "/tessera/metrics")
+                text = conn.getresponse().read().decode()
+                conn.close()
+                active = [l for l in text.splitlines() if l.startswith("tessera_s3_requests_active")]
+                # Metrics requests are answered before the S3 layer and
+                # take no slot.
+                if active and float(active[0].split()[-1]) == 0:
+                    break
+                self.assertLess(time.monotonic(), deadline, active)
+                time.sleep(0.1)
+            # Each stalled connection was closed: what it holds ends before
+            # the object's end.
+            for s in socks:
+                s.settimeout(10)
+                got = 0
+                while True:
+                    chunk = s.recv(1 << 20)
+                    if not chunk:
+                        break
+                    got += len(chunk)
+                self.assertLess(got, len(big))
+            self.assertLess(waited, 10)
+            print(f"\nGET served after {waited:.2f} s with 3 non-reading clients and a bound of 2")
+        finally:
+            for s in socks:
+                s.close()
             server.cleanup()
 
 

@@ -187,6 +187,13 @@ pub const API_BODY_GRACE: EnvVar = EnvVar {
     help: "how long a request body may take before its floor rate applies (Go-style duration); \
            default 30s",
 };
+pub const API_SEND_TIMEOUT: EnvVar = EnvVar {
+    name: "TESSERA_API_SEND_TIMEOUT",
+    aliases: &[],
+    help: "longest time a response may go without a byte taken by a client that stopped \
+           reading; then the connection is closed and the request's slot freed (Go-style \
+           duration); default 60s",
+};
 pub const SPLICE_GET: EnvVar = EnvVar {
     name: "TESSERA_SPLICE_GET",
     aliases: &[],
@@ -280,6 +287,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     API_POST_FORM_IDLE,
     API_BODY_MIN_RATE,
     API_BODY_GRACE,
+    API_SEND_TIMEOUT,
     SPLICE_GET,
     HUGE_FILL,
     READ_CACHE,

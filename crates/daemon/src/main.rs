@@ -16,6 +16,7 @@ mod health;
 mod kernels;
 mod memory;
 mod metrics;
+mod send_deadline;
 mod server;
 mod systemd;
 mod tls;
@@ -299,6 +300,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
             tls: tls.clone(),
             max_connections,
             splice: cfg.splice_get,
+            send_timeout: cfg.send_timeout,
         },
     );
 

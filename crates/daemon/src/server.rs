@@ -116,6 +116,9 @@ pub struct ServeOptions {
     /// wait in pipes from them (`TESSERA_SPLICE_GET`; the drives make
     /// pipes only then too).
     pub splice: bool,
+    /// Longest time a response may go without a byte written to a client
+    /// that stopped reading (`TESSERA_API_SEND_TIMEOUT`).
+    pub send_timeout: Duration,
 }
 
 /// Binds `addr`: every address a host name resolves to (on one port), or
@@ -227,7 +230,10 @@ async fn serve_io<I>(
         }
         async move { Ok::<_, Infallible>(app.handle(req).await) }
     });
-    let io = TokioIo::new(io);
+    let io = TokioIo::new(crate::send_deadline::SendDeadline::new(
+        io,
+        opts.send_timeout,
+    ));
     let result = if h2 {
         let mut b = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
         b.timer(TokioTimer::new())

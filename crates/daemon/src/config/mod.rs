@@ -103,6 +103,8 @@ pub struct ServerConfig {
     /// time before it applies.
     pub body_min_rate: u64,
     pub body_grace: Duration,
+    /// Longest time a response may go without progress.
+    pub send_timeout: Duration,
     /// Longest wait for a request slot before `503 SlowDown`.
     pub requests_deadline: Duration,
     /// Whether GETs send page-cache pages with `splice`
@@ -417,6 +419,10 @@ impl ServerConfig {
             }
         };
         let body_grace = duration_var(env, &cli::API_BODY_GRACE, Duration::from_secs(30))?;
+        let send_timeout = duration_var(env, &cli::API_SEND_TIMEOUT, Duration::from_secs(60))?;
+        if send_timeout.is_zero() {
+            return err("the send timeout must be positive");
+        }
         // Zero is the default, as MinIO reads it; a short wait such as 1ms
         // refuses at once.
         let requests_deadline =
@@ -454,6 +460,7 @@ impl ServerConfig {
             post_form_idle,
             body_min_rate,
             body_grace,
+            send_timeout,
             requests_deadline,
             splice_get,
             huge_fill,
