@@ -13,6 +13,8 @@
 //!   oracle of the interoperability tests) into `target/tools/bin` with
 //!   `go install`, reused for 30 days (`TESSERA_TOOLS_MAX_AGE_DAYS`);
 //!   `TESSERA_MINIO` and `TESSERA_MC` name binaries to use instead.
+//! - `cargo xtask fuzz [--seconds N]`: each fuzz target of `fuzz/` for N
+//!   seconds (default 10; needs nightly and cargo-fuzz).
 //! - `cargo xtask clients [UNITTEST ARGS]`: the client test suites alone
 //!   (boto3, aws-cli and mc against the real `tessera` binary, in
 //!   `tests/python`), e.g. `cargo xtask clients -k Multipart`.
@@ -40,6 +42,13 @@ fn main() -> ExitCode {
         Some("bench") => bench(args.iter().any(|a| a == "--quick")),
         Some("bench-server") => bench_server(&args[1..]),
         Some("tools") => tools(args.iter().any(|a| a == "--update")).map(|_| ()),
+        Some("fuzz") => fuzz(
+            args.iter()
+                .position(|a| a == "--seconds")
+                .and_then(|i| args.get(i + 1))
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(10),
+        ),
         Some("clients") => tools(false).and_then(|(_, mc)| {
             let mut counts = Counts::default();
             client_suites(&mc, ServerBuild::Daemon, &args[1..], &mut counts)?;
@@ -321,6 +330,43 @@ fn fault_suite(counts: &mut Counts) -> Result<(), String> {
         &mut unittest,
         counts,
     )
+}
+
+/// The fuzz targets of `fuzz/` (a nightly-only cargo-fuzz workspace), each
+/// for `secs` seconds from its seed corpus. New inputs go to a scratch
+/// directory, so the committed corpora change only by hand. Needs nightly
+/// and cargo-fuzz (`rustup toolchain install nightly`, `cargo install
+/// cargo-fuzz --locked`); the corpora themselves run as regression tests
+/// in `cargo test` (each crate's `fuzzing` module).
+fn fuzz(secs: u64) -> Result<(), String> {
+    const TARGETS: &[&str] = &[
+        "authorization_header",
+        "presigned_query",
+        "aws_chunked",
+        "s3_xml",
+        "xl_meta",
+        "format_json",
+        "bitrot_frame",
+    ];
+    let fuzz_dir = workspace_root().join("fuzz");
+    for t in TARGETS {
+        let scratch = fuzz_dir.join("corpus-new").join(t);
+        std::fs::create_dir_all(&scratch)
+            .map_err(|e| format!("creating {}: {e}", scratch.display()))?;
+        let mut c = Command::new("cargo");
+        c.current_dir(&fuzz_dir)
+            .args(["+nightly", "fuzz", "run", t])
+            .arg(&scratch)
+            .arg(format!("corpus/{t}"))
+            .args([
+                "--",
+                &format!("-max_total_time={secs}"),
+                "-rss_limit_mb=2048",
+                "-max_len=65536",
+            ]);
+        run(&format!("fuzz {t} for {secs} s"), &mut c)?;
+    }
+    Ok(())
 }
 
 /// The Cargo target directory (`CARGO_TARGET_DIR` or `target/`).

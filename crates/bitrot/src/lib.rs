@@ -61,6 +61,8 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 mod hasher;
 mod io;
 mod kernel;

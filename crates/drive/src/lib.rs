@@ -142,6 +142,8 @@ mod error;
 #[cfg(feature = "fault-injection")]
 mod fault;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod health;
 mod hugepage;
 mod local;

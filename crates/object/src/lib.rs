@@ -23,6 +23,8 @@
 //! order. See [`layer`] for an example, and `examples/embed.rs`.
 
 pub mod bucketmeta;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod layer;
 pub mod msgp;
 pub mod text;

@@ -20,6 +20,8 @@ mod checksum;
 mod checksum_mpu;
 mod encryption;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handlers;
 mod rfc2047;
 mod service;

@@ -76,6 +76,9 @@ pub use signing::{
 pub use verify::{AuthKind, Authentication, Verified, Verifier};
 
 pub(crate) use sigv2::verify as sigv2_verify;
+// The query and presigned parsers, for the fuzz entry points.
+pub(crate) use canonical::Query;
+pub(crate) use presign::PresignedParams;
 pub(crate) use time::{civil_from_days as time_civil_from_days, days_from_civil};
 
 /// A time as SigV4 writes it, `YYYYMMDD'T'HHMMSS'Z'` (`x-amz-date`), for
