@@ -80,6 +80,12 @@ pub struct Fresh {
 #[derive(Clone, PartialEq, Eq)]
 pub struct ObjectKey(pub [u8; 32]);
 
+impl Drop for ObjectKey {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
+
 impl std::fmt::Debug for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ObjectKey(..)")

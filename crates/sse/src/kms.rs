@@ -100,6 +100,12 @@ pub struct DataKey {
     pub ciphertext: Vec<u8>,
 }
 
+impl Drop for DataKey {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.plaintext);
+    }
+}
+
 impl std::fmt::Debug for DataKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DataKey")
@@ -136,6 +142,12 @@ pub trait Kms: Send + Sync + std::fmt::Debug {
 pub struct StaticKms {
     key_id: String,
     key: [u8; 32],
+}
+
+impl Drop for StaticKms {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.key);
+    }
 }
 
 impl std::fmt::Debug for StaticKms {

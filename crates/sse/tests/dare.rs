@@ -281,7 +281,7 @@ fn static_kms_opens_minio_shaped_data_keys() {
             random[..32].copy_from_slice(&hex::decode(&v.plaintext).unwrap());
             random[32..].copy_from_slice(&ct[ct.len() - 28..]);
             let dek = kms.generate_key("tessera-key", &ctx, &random).unwrap();
-            assert_eq!(hex::encode(dek.ciphertext), v.ciphertext);
+            assert_eq!(hex::encode(&dek.ciphertext), v.ciphertext);
         }
     }
 }

@@ -9,6 +9,12 @@ use std::fmt;
 #[derive(Clone, PartialEq, Eq)]
 pub struct SecretKey(String);
 
+impl Drop for SecretKey {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
+
 impl SecretKey {
     /// Wraps a secret access key.
     pub fn new(secret: impl Into<String>) -> Self {

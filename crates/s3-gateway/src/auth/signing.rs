@@ -73,6 +73,12 @@ impl fmt::Display for CredentialScope {
 #[derive(Clone, PartialEq, Eq)]
 pub struct SigningKey([u8; 32]);
 
+impl Drop for SigningKey {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
+
 impl SigningKey {
     /// Derives the signing key of `secret` for `scope`.
     pub fn derive(secret: &SecretKey, scope: &CredentialScope) -> Self {

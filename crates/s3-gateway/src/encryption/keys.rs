@@ -44,7 +44,7 @@ pub(crate) fn new_key(
                 .as_deref()
                 .ok_or_else(|| S3Error::new("NotImplemented"))?;
             let ctx = Context::single(bucket, &object_path(bucket, key));
-            let dk = kms
+            let mut dk = kms
                 .generate_key(kms.default_key_id(), &ctx, &random()?)
                 .map_err(kms_err)?;
             let ok = ObjectKey::generate(&dk.plaintext, &rand);
@@ -60,8 +60,8 @@ pub(crate) fn new_key(
             (
                 ok,
                 Sealed::SseS3 {
-                    key_id: dk.key_id,
-                    data_key: dk.ciphertext,
+                    key_id: std::mem::take(&mut dk.key_id),
+                    data_key: std::mem::take(&mut dk.ciphertext),
                     sealed: s,
                 },
                 Some(id),
@@ -80,7 +80,7 @@ pub(crate) fn new_key(
             ctx.0
                 .entry(bucket.to_owned())
                 .or_insert_with(|| object_path(bucket, key));
-            let dk = kms
+            let mut dk = kms
                 .generate_key(&id, &ctx, &random()?)
                 .map_err(|e| match e {
                     sse::kms::KmsError::KeyNotFound(_) => S3Error::with_message(
@@ -101,8 +101,8 @@ pub(crate) fn new_key(
             (
                 ok,
                 Sealed::SseKms {
-                    key_id: dk.key_id,
-                    data_key: dk.ciphertext,
+                    key_id: std::mem::take(&mut dk.key_id),
+                    data_key: std::mem::take(&mut dk.ciphertext),
                     sealed: s,
                     context: context.clone(),
                 },
