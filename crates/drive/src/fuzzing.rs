@@ -15,27 +15,12 @@ pub fn format_json(data: &[u8]) {
 }
 
 #[cfg(test)]
+#[path = "../../../fuzz/corpus.rs"]
+mod corpus_files;
+
+#[cfg(test)]
 mod tests {
-    /// Every file of `fuzz/corpus/<target>` (the seeds and whatever the
-    /// fuzzer found), run through the target's entry point.
-    fn corpus(target: &str) -> Vec<Vec<u8>> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fuzz/corpus")
-            .join(target);
-        let files: Vec<Vec<u8>> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|entry| {
-                std::fs::read(entry.expect("a directory entry").path()).expect("a corpus file")
-            })
-            .collect();
-        assert!(
-            files.len() >= 10,
-            "{}: only {} files",
-            dir.display(),
-            files.len()
-        );
-        files
-    }
+    use super::corpus_files::corpus;
 
     #[test]
     fn corpus_format_json() {

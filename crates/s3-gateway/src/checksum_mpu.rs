@@ -3,7 +3,8 @@
 //! `x-amz-checksum-type`), the checks on each part, and the object's
 //! checksum computed at completion from the parts' stored checksums (a
 //! composite `<base64>-N`, or a full-object CRC combined from the part CRCs
-//! and sizes without reading the data).
+//! and sizes without reading the data), and the stored checksum as the
+//! answers name it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -292,14 +293,41 @@ impl CompleteChecksum {
     }
 }
 
+/// An object's stored checksum: its algorithm, value and type
+/// (`COMPOSITE` for a multipart object without a recorded type, and
+/// `FULL_OBJECT` for a single PUT, as S3 reports them).
+pub(crate) fn stored_checksum(
+    info: &object::layer::ObjectInfo,
+) -> Option<(ChecksumAlgorithm, String, String)> {
+    let (alg, value) = ChecksumAlgorithm::ALL.into_iter().find_map(|a| {
+        info.metadata
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(a.header_name()))
+            .map(|(_, v)| (a, v.clone()))
+    })?;
+    let kind = info
+        .metadata
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(CHECKSUM_TYPE))
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| {
+            if value.contains('-') {
+                "COMPOSITE".to_owned()
+            } else {
+                "FULL_OBJECT".to_owned()
+            }
+        });
+    Some((alg, value, kind))
+}
+
 /// A reader that computes a checksum of what passes through it and, at
 /// the end of its input, records it as an `x-amz-checksum-*` entry in
 /// `record` (which the object layer stores with the version): the new
 /// checksum of a CopyObject that names `x-amz-checksum-algorithm`.
 pub(crate) struct ChecksumReader<R> {
     inner: R,
-    alg: ChecksumAlgorithm,
-    hasher: Option<crate::checksum::Hasher>,
+    /// The algorithm and its running checksum, until the end is recorded.
+    hashing: Option<(ChecksumAlgorithm, crate::checksum::Hasher)>,
     record: object::layer::TrailingMetadata,
 }
 
@@ -312,8 +340,7 @@ impl<R> ChecksumReader<R> {
     ) -> Self {
         ChecksumReader {
             inner,
-            alg: alg.unwrap_or(ChecksumAlgorithm::Crc32),
-            hasher: alg.map(crate::checksum::Hasher::new),
+            hashing: alg.map(|a| (a, crate::checksum::Hasher::new(a))),
             record,
         }
     }
@@ -332,14 +359,14 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for ChecksumReader<R>
                 let new = &buf.filled()[before..];
                 if new.is_empty() {
                     if buf.remaining() > 0
-                        && let Some(h) = this.hasher.take()
+                        && let Some((alg, h)) = this.hashing.take()
                     {
                         this.record
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .push((this.alg.header_name().to_owned(), h.finish_base64()));
+                            .push((alg.header_name().to_owned(), h.finish_base64()));
                     }
-                } else if let Some(h) = this.hasher.as_mut() {
+                } else if let Some((_, h)) = this.hashing.as_mut() {
                     h.update(new);
                 }
                 std::task::Poll::Ready(Ok(()))

@@ -8,12 +8,12 @@
 
 use http::{Response, StatusCode};
 
-use super::multipart::stored_checksum;
 use super::object::{set, version_param};
 use super::xml_response;
 use crate::auth::ChecksumAlgorithm;
 use crate::body::ResponseBody;
 use crate::checksum::part_element;
+use crate::checksum_mpu::stored_checksum;
 use crate::encryption;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};

@@ -457,7 +457,7 @@ where
         .elem("Bucket", ctx.bucket())
         .elem("Key", ctx.key())
         .elem("ETag", &quoted(&info.etag));
-    let stored = stored_checksum(&info);
+    let stored = checksum_mpu::stored_checksum(&info);
     if let Some((alg, value, kind)) = &stored {
         w.elem(crate::checksum::part_element(*alg), value)
             .elem("ChecksumType", kind);
@@ -469,33 +469,6 @@ where
     }
     completed_encryption_headers(r.headers_mut(), &info);
     Ok(r)
-}
-
-/// An object's stored checksum: its algorithm, value and type
-/// (`COMPOSITE` for a multipart object without a recorded type, and
-/// `FULL_OBJECT` for a single PUT, as S3 reports them).
-pub(super) fn stored_checksum(
-    info: &object::layer::ObjectInfo,
-) -> Option<(ChecksumAlgorithm, String, String)> {
-    let (alg, value) = ChecksumAlgorithm::ALL.into_iter().find_map(|a| {
-        info.metadata
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(a.header_name()))
-            .map(|(_, v)| (a, v.clone()))
-    })?;
-    let kind = info
-        .metadata
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(checksum_mpu::CHECKSUM_TYPE))
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| {
-            if value.contains('-') {
-                "COMPOSITE".to_owned()
-            } else {
-                "FULL_OBJECT".to_owned()
-            }
-        });
-    Some((alg, value, kind))
 }
 
 /// The encryption S3 names in a CompleteMultipartUpload answer: SSE-S3 or

@@ -394,6 +394,8 @@ pub(super) async fn get_object<B>(
     // object for part 1).
     let mut range = None;
     let mut parts_count = None;
+    // The part of a multipart object that `partNumber` selects (its index).
+    let mut multipart_part = None;
     if let Some(pn) = ctx.q("partNumber") {
         let n: i64 = pn
             .parse()
@@ -422,6 +424,7 @@ pub(super) async fn get_object<B>(
         // content, as S3 answers; a plain object's part 1 is the object.
         if info.parts.len() > 1 || stored.etag.contains('-') {
             parts_count = Some(info.parts.len());
+            multipart_part = Some(idx);
         }
         if part.size > 0 {
             range = Some((offset, part.size));
@@ -532,16 +535,15 @@ pub(super) async fn get_object<B>(
         .header("x-amz-checksum-mode")
         .is_some_and(|m| m.eq_ignore_ascii_case("enabled"));
     if checksum_mode && status == StatusCode::OK && !by_part {
-        if let Some((alg, value, kind)) = super::multipart::stored_checksum(&info) {
+        if let Some((alg, value, kind)) = crate::checksum_mpu::stored_checksum(&info) {
             set(h, alg.header_name(), &value);
             set(h, "x-amz-checksum-type", &kind);
         }
     } else if checksum_mode
-        && parts_count.is_some()
-        && let Some(n) = ctx.q("partNumber").and_then(|n| n.parse::<usize>().ok())
+        && let Some(i) = multipart_part
         && let Some((name, values)) = object::layer::multipart::part_checksums(&info)
         && let Some(alg) = crate::auth::ChecksumAlgorithm::from_header_name(name)
-        && let Some(v) = n.checked_sub(1).and_then(|i| values.get(i))
+        && let Some(v) = values.get(i)
     {
         set(h, alg.header_name(), v);
         set(h, "x-amz-checksum-type", "COMPOSITE");
@@ -896,7 +898,7 @@ where
         .elem("LastModified", &iso8601(dst.mod_time_nanos))
         .elem("ETag", &quoted(&dst.etag));
     if new_checksum.is_some()
-        && let Some((alg, value, kind)) = super::multipart::stored_checksum(&dst)
+        && let Some((alg, value, kind)) = crate::checksum_mpu::stored_checksum(&dst)
     {
         w.elem(crate::checksum::part_element(alg), &value)
             .elem("ChecksumType", &kind);
