@@ -17,8 +17,11 @@ use tokio::time::Sleep;
 pub struct SendDeadline<I> {
     io: I,
     timeout: Duration,
-    /// Armed while a write is pending; dropped on progress.
-    stalled: Option<Pin<Box<Sleep>>>,
+    /// The clock, allocated at the first stall and reset at later ones (a
+    /// large response stalls whenever the socket buffer is full).
+    clock: Option<Pin<Box<Sleep>>>,
+    /// Whether a stall is being timed.
+    armed: bool,
 }
 
 impl<I> SendDeadline<I> {
@@ -26,19 +29,24 @@ impl<I> SendDeadline<I> {
         SendDeadline {
             io,
             timeout,
-            stalled: None,
+            clock: None,
+            armed: false,
         }
     }
 
     /// The outcome of a write-side poll: progress disarms the clock, a
-    /// pending write arms it (once) and fails when it runs out.
+    /// pending write arms it (once per stall) and fails when it runs out.
     fn watch<T>(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
         match r {
             Poll::Pending => {
                 let timeout = self.timeout;
                 let clock = self
-                    .stalled
+                    .clock
                     .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                if !self.armed {
+                    clock.as_mut().reset(tokio::time::Instant::now() + timeout);
+                    self.armed = true;
+                }
                 match clock.as_mut().poll(cx) {
                     Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
                         io::ErrorKind::TimedOut,
@@ -48,7 +56,7 @@ impl<I> SendDeadline<I> {
                 }
             }
             ready => {
-                self.stalled = None;
+                self.armed = false;
                 ready
             }
         }
