@@ -158,5 +158,125 @@ class NonReadingClients(unittest.TestCase):
             server.cleanup()
 
 
+class H2StreamsWithoutWindow(unittest.TestCase):
+    """An HTTP/2 client that answers pings and reads its socket but grants
+    its streams no flow-control window stalls no socket, so the connection's
+    send deadline does not see it. Each stream's response has its own
+    deadline: after TESSERA_API_SEND_TIMEOUT without a frame taken, the
+    response (its slot, its reader, its buffers) is dropped, and the stream
+    is reset if the client ever opens its window."""
+
+    def test_streams_without_window_lose_their_slots(self):
+        import h2.config
+        import h2.connection
+        import h2.events
+        import h2.settings
+
+        server = TesseraServer(env={
+            "TESSERA_API_REQUESTS_MAX": "2",
+            "TESSERA_API_REQUESTS_DEADLINE": "30s",
+            "TESSERA_API_SEND_TIMEOUT": "1s",
+            "TESSERA_PROMETHEUS_AUTH_TYPE": "public",
+        }).start()
+        u = urllib.parse.urlsplit(server.endpoint)
+        sock = None
+        try:
+            s3 = client(server.endpoint)
+            s3.create_bucket(Bucket="windowless")
+            big = b"w" * (8 * 1024 * 1024)
+            s3.put_object(Bucket="windowless", Key="big", Body=big)
+            s3.put_object(Bucket="windowless", Key="small", Body=b"served")
+
+            # One connection, three streams (one more than the bound), a
+            # window of zero for every stream.
+            conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            conn.initiate_connection()
+            conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+            sock = socket.create_connection((u.hostname, u.port))
+            streams = []
+            for _ in range(3):
+                signed = signed_headers(server.endpoint, "GET", "/windowless/big")
+                headers = [(":method", "GET"), (":path", "/windowless/big"),
+                           (":scheme", "http"), (":authority", u.netloc)]
+                headers += [(k.lower(), v) for k, v in signed.items() if k.lower() != "host"]
+                sid = conn.get_next_available_stream_id()
+                conn.send_headers(sid, headers, end_stream=True)
+                streams.append(sid)
+            sock.sendall(conn.data_to_send())
+
+            events = {sid: [] for sid in streams}
+            received = {sid: 0 for sid in streams}
+            stop = threading.Event()
+
+            def pump():
+                # Reads the socket and answers pings and settings; never
+                # acknowledges data, so no window opens.
+                sock.settimeout(0.2)
+                while not stop.is_set():
+                    try:
+                        data = sock.recv(65536)
+                    except socket.timeout:
+                        continue
+                    except OSError:
+                        return
+                    if not data:
+                        return
+                    for e in conn.receive_data(data):
+                        sid = getattr(e, "stream_id", None)
+                        if sid in events:
+                            events[sid].append(type(e).__name__)
+                        if isinstance(e, h2.events.DataReceived):
+                            received[e.stream_id] += len(e.data)
+                    out = conn.data_to_send()
+                    if out:
+                        sock.sendall(out)
+
+            pumper = threading.Thread(target=pump, daemon=True)
+            pumper.start()
+            time.sleep(0.3)
+            started = time.monotonic()
+            self.assertEqual(s3.get_object(Bucket="windowless", Key="small")["Body"].read(), b"served")
+            waited = time.monotonic() - started
+            # Every slot comes free while the streams still have no window.
+            deadline = time.monotonic() + 20
+            while True:
+                metrics = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+                metrics.request("GET", "/tessera/metrics")
+                text = metrics.getresponse().read().decode()
+                metrics.close()
+                active = [l for l in text.splitlines() if l.startswith("tessera_s3_requests_active")]
+                if active and float(active[0].split()[-1]) == 0:
+                    break
+                self.assertLess(time.monotonic(), deadline, active)
+                time.sleep(0.1)
+            for sid in streams:
+                self.assertEqual(received[sid], 0)
+                self.assertIn("ResponseReceived", events[sid])
+            # Opening the windows now gets each stream reset, not the object.
+            stop.set()
+            pumper.join()
+            for sid in streams:
+                conn.increment_flow_control_window(len(big), stream_id=sid)
+            conn.increment_flow_control_window(len(big))
+            sock.sendall(conn.data_to_send())
+            stop.clear()
+            pumper = threading.Thread(target=pump, daemon=True)
+            pumper.start()
+            deadline = time.monotonic() + 10
+            while not all("StreamReset" in events[sid] for sid in streams):
+                self.assertLess(time.monotonic(), deadline, events)
+                time.sleep(0.05)
+            stop.set()
+            pumper.join()
+            for sid in streams:
+                self.assertLess(received[sid], len(big))
+            self.assertLess(waited, 10)
+            print(f"\nGET served after {waited:.2f} s with 3 windowless HTTP/2 streams and a bound of 2")
+        finally:
+            if sock is not None:
+                sock.close()
+            server.cleanup()
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -18,6 +18,7 @@ mod memory;
 mod metrics;
 mod send_deadline;
 mod server;
+mod stream_deadline;
 mod systemd;
 mod tls;
 mod token;

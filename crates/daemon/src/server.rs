@@ -24,6 +24,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use crate::config::ListenAddr;
 use crate::health::Health;
 use crate::metrics::{self, Metrics, MetricsAuth};
+use crate::stream_deadline::StreamBody;
 use crate::tls::TlsState;
 
 /// Largest request head (start line and headers) accepted over HTTP/1.1,
@@ -223,12 +224,25 @@ async fn serve_io<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let send_timeout = opts.send_timeout;
     let svc = service_fn(move |mut req: Request<Incoming>| {
         let app = app.clone();
         if let Some(q) = &splice {
             req.extensions_mut().insert(Arc::clone(q));
         }
-        async move { Ok::<_, Infallible>(app.handle(req).await) }
+        async move {
+            let response = app.handle(req).await;
+            // HTTP/2 multiplexes streams on one socket: a stream without
+            // flow-control window stalls without stalling the socket, so
+            // its body has a deadline of its own.
+            Ok::<_, Infallible>(response.map(|body| {
+                if h2 {
+                    StreamBody::with_deadline(body, send_timeout)
+                } else {
+                    StreamBody::plain(body)
+                }
+            }))
+        }
     });
     let io = TokioIo::new(crate::send_deadline::SendDeadline::new(
         io,
