@@ -32,7 +32,30 @@ pub(crate) enum Mode {
         context: Option<Context>,
     },
     /// SSE-C with the client's key.
-    C([u8; 32]),
+    C(ClientKey),
+}
+
+/// A client's SSE-C key: wiped when dropped, never printed by `Debug`.
+#[derive(Clone)]
+pub(crate) struct ClientKey([u8; 32]);
+
+impl std::ops::Deref for ClientKey {
+    type Target = [u8; 32];
+    fn deref(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl Drop for ClientKey {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
+
+impl std::fmt::Debug for ClientKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientKey(..)")
+    }
 }
 
 impl Mode {
@@ -69,7 +92,7 @@ pub(crate) fn client_key(
     h: &http::HeaderMap,
     prefix: &str,
     cfg: &EncryptionConfig,
-) -> Result<Option<[u8; 32]>, S3Error> {
+) -> Result<Option<ClientKey>, S3Error> {
     let get = |n: &str| {
         h.get(format!("{prefix}{n}").as_str())
             .and_then(|v| v.to_str().ok())
@@ -94,10 +117,11 @@ pub(crate) fn client_key(
             "Requests specifying Server Side Encryption with Customer provided keys must provide a valid encryption algorithm.",
         ));
     }
-    let key: [u8; 32] = base64_decode(key)
-        .and_then(|k| k.try_into().ok())
-        .ok_or_else(|| invalid("The secret key was invalid for the specified algorithm."))?;
-    if base64_encode(&md5x::digest(&key)) != md5 {
+    let decoded = zeroize::Zeroizing::new(base64_decode(key).unwrap_or_default());
+    let key = <[u8; 32]>::try_from(decoded.as_slice())
+        .map(ClientKey)
+        .map_err(|_| invalid("The secret key was invalid for the specified algorithm."))?;
+    if base64_encode(&md5x::digest(&key[..])) != md5 {
         return Err(invalid(
             "The calculated MD5 hash of the key did not match the hash that was provided.",
         ));
@@ -261,5 +285,45 @@ pub(crate) fn mode_headers(h: &mut http::HeaderMap, nk: &NewKey) {
                 set_header(h, SSE_CONTEXT, &base64_encode(&c.marshal_text()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_keys_are_checked_and_never_printed() {
+        let key = [0xA5u8; 32];
+        let mut h = http::HeaderMap::new();
+        let cfg = EncryptionConfig {
+            insecure_sse_c: true,
+            ..EncryptionConfig::default()
+        };
+        h.insert(
+            "x-amz-server-side-encryption-customer-algorithm",
+            "AES256".parse().unwrap(),
+        );
+        h.insert(
+            "x-amz-server-side-encryption-customer-key",
+            base64_encode(&key).parse().unwrap(),
+        );
+        h.insert(
+            "x-amz-server-side-encryption-customer-key-md5",
+            base64_encode(&md5x::digest(&key)).parse().unwrap(),
+        );
+        let got = client_key(&h, SSEC, &cfg).unwrap().unwrap();
+        assert_eq!(*got, key);
+        let mode = write_mode(&h, &cfg).unwrap().unwrap();
+        for printed in [format!("{got:?}"), format!("{mode:?}")] {
+            assert!(!printed.contains("165"), "{printed}");
+            assert!(!printed.to_lowercase().contains("a5"), "{printed}");
+        }
+        // A wrong MD5 is refused.
+        h.insert(
+            "x-amz-server-side-encryption-customer-key-md5",
+            base64_encode(&md5x::digest(b"other")).parse().unwrap(),
+        );
+        assert!(client_key(&h, SSEC, &cfg).is_err());
     }
 }

@@ -132,13 +132,29 @@ pub(crate) struct Existing {
 
 /// One part of an encrypted object: where its ciphertext lies in the
 /// stored object, where its plaintext lies in the object as seen, and the
-/// key of its DARE stream.
-#[derive(Debug, Clone)]
+/// key of its DARE stream (wiped when dropped, never printed).
+#[derive(Clone)]
 pub(crate) struct Segment {
     pub cipher_offset: u64,
     pub plain_offset: u64,
     pub plain_len: u64,
     pub key: [u8; 32],
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.key);
+    }
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("cipher_offset", &self.cipher_offset)
+            .field("plain_offset", &self.plain_offset)
+            .field("plain_len", &self.plain_len)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Existing {

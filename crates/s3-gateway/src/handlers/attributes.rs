@@ -86,7 +86,7 @@ pub(super) async fn get_attributes<B>(
         .await?;
     let client_key =
         encryption::client_key(&ctx.parts.headers, encryption::SSEC, &gw.config.encryption)?;
-    let existing = encryption::existing_key(&stored, client_key.as_ref(), &gw.config.encryption)?;
+    let existing = encryption::existing_key(&stored, client_key.as_deref(), &gw.config.encryption)?;
     let info = encryption::client_view(&stored, existing.as_ref())?;
     let multipart = info.etag.contains('-');
     let mut w = XmlWriter::new();
@@ -161,7 +161,7 @@ pub(super) async fn get_attributes<B>(
         set(h, "x-amz-version-id", &v.to_string());
     }
     if let Some(ex) = &existing {
-        ex.headers(h, client_key.as_ref());
+        ex.headers(h, client_key.as_deref());
     }
     Ok(r)
 }

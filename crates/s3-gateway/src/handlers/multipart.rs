@@ -144,7 +144,7 @@ where
     let upload = gw.layer.upload_info(ctx.bucket(), ctx.key(), &id).await?;
     let cfg = &gw.config.encryption;
     let client = encryption::client_key(&ctx.parts.headers, encryption::SSEC, cfg)?;
-    let existing = encryption::existing_key(&upload, client.as_ref(), cfg)?;
+    let existing = encryption::existing_key(&upload, client.as_deref(), cfg)?;
     checksum_mpu::check_part(
         UploadChecksum::of(&upload.internal),
         announced_checksum(&ctx.parts.headers),
@@ -184,7 +184,7 @@ where
     let mut r = empty(StatusCode::OK);
     let h = r.headers_mut();
     if let Some(ex) = &existing {
-        ex.headers(h, client.as_ref());
+        ex.headers(h, client.as_deref());
     }
     set(h, "etag", &quoted(&part.etag));
     if let Some((alg, value)) = &reader.verified_checksum {
@@ -235,7 +235,7 @@ where
     let upload = gw.layer.upload_info(ctx.bucket(), ctx.key(), &id).await?;
     let cfg = &gw.config.encryption;
     let dst_client = encryption::client_key(&ctx.parts.headers, encryption::SSEC, cfg)?;
-    let dst_enc = encryption::existing_key(&upload, dst_client.as_ref(), cfg)?;
+    let dst_enc = encryption::existing_key(&upload, dst_client.as_deref(), cfg)?;
     let src_client = encryption::client_key(&ctx.parts.headers, encryption::SSEC_COPY, cfg)?;
     // The source version is opened once: its size, its key and the bytes
     // read are of one version.
@@ -243,7 +243,7 @@ where
     let info = opened.info().clone();
     // `x-amz-copy-source-if-*`, as CopyObject checks them.
     check_conditions(&ctx.parts.headers, &info, "x-amz-copy-source-")?;
-    let src_enc = encryption::existing_key(&info, src_client.as_ref(), cfg)?;
+    let src_enc = encryption::existing_key(&info, src_client.as_deref(), cfg)?;
     let (size, segments) = match &src_enc {
         Some(ex) => (encryption::plain_size(&info)?, Some(ex.segments(&info)?)),
         None => (info.size, None),
@@ -317,7 +317,7 @@ where
     let mut r = xml_response(StatusCode::OK, w.finish());
     let h = r.headers_mut();
     if let Some(ex) = &dst_enc {
-        ex.headers(h, dst_client.as_ref());
+        ex.headers(h, dst_client.as_deref());
     }
     if let Some(v) = info.version_id {
         set(h, "x-amz-copy-source-version-id", &v.to_string());

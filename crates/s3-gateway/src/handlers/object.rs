@@ -387,7 +387,7 @@ pub(super) async fn get_object<B>(
     // An encrypted object is seen as its plaintext: size, ETag.
     let client_key =
         encryption::client_key(&ctx.parts.headers, encryption::SSEC, &gw.config.encryption)?;
-    let existing = encryption::existing_key(&stored, client_key.as_ref(), &gw.config.encryption)?;
+    let existing = encryption::existing_key(&stored, client_key.as_deref(), &gw.config.encryption)?;
     let info = encryption::client_view(&stored, existing.as_ref())?;
     check_conditions(&ctx.parts.headers, &info, "")?;
     // partNumber selects one part's bytes (or the whole of a single-part
@@ -515,7 +515,7 @@ pub(super) async fn get_object<B>(
     let h = resp.headers_mut();
     object_headers(h, &info);
     if let Some(ex) = &existing {
-        ex.headers(h, client_key.as_ref());
+        ex.headers(h, client_key.as_deref());
     }
     set(h, "content-length", &len.to_string());
     if status == StatusCode::PARTIAL_CONTENT {
@@ -762,7 +762,7 @@ where
     let stored = gw.layer.head_object(&sb, &sk, sv).await?;
     let cfg = &gw.config.encryption;
     let src_client = encryption::client_key(&ctx.parts.headers, encryption::SSEC_COPY, cfg)?;
-    let src_enc = encryption::existing_key(&stored, src_client.as_ref(), cfg)?;
+    let src_enc = encryption::existing_key(&stored, src_client.as_deref(), cfg)?;
     let dst_mode = encryption::write_mode_for(gw, &ctx.parts.headers, ctx.bucket()).await?;
     let mut info = stored.clone();
     if let Some(ex) = &src_enc {
