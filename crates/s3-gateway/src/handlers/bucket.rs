@@ -10,7 +10,7 @@ use crate::body::ResponseBody;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
 use crate::time::iso8601;
-use crate::xml::{self, XmlWriter};
+use crate::xml::{self, Element, XmlWriter};
 
 pub(super) async fn list_buckets<B>(
     gw: &Gateway,
@@ -148,6 +148,15 @@ where
 {
     gw.layer.head_bucket(ctx.bucket()).await?;
     let doc = read_xml(gw, ctx).await?;
+    let enabled = versioning_request(&doc)?;
+    gw.layer
+        .set_bucket_versioning(ctx.bucket(), enabled)
+        .await?;
+    Ok(empty(StatusCode::OK))
+}
+
+/// A `VersioningConfiguration` document: whether versioning is to be on.
+pub(super) fn versioning_request(doc: &Element) -> Result<bool, S3Error> {
     if doc.name != "VersioningConfiguration" {
         return Err(S3Error::new("MalformedXML"));
     }
@@ -160,15 +169,11 @@ where
             "MFA delete is not supported.",
         ));
     }
-    let enabled = match doc.child_text("Status").map(str::trim) {
-        Some("Enabled") => true,
-        Some("Suspended") => false,
-        _ => return Err(S3Error::new("IllegalVersioningConfigurationException")),
-    };
-    gw.layer
-        .set_bucket_versioning(ctx.bucket(), enabled)
-        .await?;
-    Ok(empty(StatusCode::OK))
+    match doc.child_text("Status").map(str::trim) {
+        Some("Enabled") => Ok(true),
+        Some("Suspended") => Ok(false),
+        _ => Err(S3Error::new("IllegalVersioningConfigurationException")),
+    }
 }
 
 /// A stored bucket configuration document as the answer, or `missing`

@@ -4,6 +4,7 @@
 mod attributes;
 mod bucket;
 mod conditional;
+pub(crate) mod fuzzing;
 mod list;
 mod multipart;
 mod object;

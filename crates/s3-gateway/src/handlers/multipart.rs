@@ -14,7 +14,7 @@ use crate::encryption;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
 use crate::time::iso8601;
-use crate::xml::XmlWriter;
+use crate::xml::{Element, XmlWriter};
 
 /// Most parts listed per page, and most parts in an upload.
 const MAX_PARTS: usize = 10_000;
@@ -409,42 +409,9 @@ where
     };
     let alg = checksum.algorithm()?;
     let doc = read_xml(gw, ctx).await?;
-    if doc.name != "CompleteMultipartUpload" {
-        return Err(S3Error::new("MalformedXML"));
-    }
-    let mut parts = Vec::new();
-    for p in doc.children_named("Part") {
-        let n: i64 = p
-            .child_text("PartNumber")
-            .and_then(|n| n.trim().parse().ok())
-            .ok_or_else(|| S3Error::new("MalformedXML"))?;
-        if !(1..=MAX_PARTS as i64).contains(&n) {
-            return Err(S3Error::new("InvalidPart"));
-        }
-        let etag = p
-            .child_text("ETag")
-            .map(|e| e.trim().trim_matches('"').to_owned())
-            .ok_or_else(|| S3Error::new("MalformedXML"))?;
-        if let Some(alg) = alg {
-            let element = crate::checksum::part_element(alg);
-            checksum
-                .listed
-                .push((n, p.child_text(element).map(str::to_owned)));
-        }
-        parts.push((n, etag));
-    }
-    if parts.is_empty() {
-        return Err(S3Error::with_message(
-            "MalformedXML",
-            "You must specify at least one part",
-        ));
-    }
-    if parts.len() > MAX_PARTS {
-        return Err(S3Error::new("MalformedXML"));
-    }
-    if parts.windows(2).any(|w| w[0].0 >= w[1].0) {
-        return Err(S3Error::new("InvalidPartOrder"));
-    }
+    let element = alg.map(crate::checksum::part_element);
+    let (parts, listed) = complete_request(&doc, element)?;
+    checksum.listed = listed;
     let hook = alg.is_some().then(|| checksum.into_hook());
     let info = super::conditional::complete(gw, ctx, &id, &parts, hook).await?;
     let host = ctx.header("host").unwrap_or("localhost").to_owned();
@@ -592,4 +559,51 @@ pub(super) async fn list_uploads<B>(
     }
     w.close("ListMultipartUploadsResult");
     Ok(xml_response(StatusCode::OK, w.finish()))
+}
+
+/// The part checksums a `CompleteMultipartUpload` document lists.
+pub(super) type ListedChecksums = Vec<(i64, Option<String>)>;
+
+/// A `CompleteMultipartUpload` document: the parts as (number, ETag), in
+/// strictly ascending order, and, when `element` names the checksum
+/// element of the upload's algorithm, each part's listed checksum.
+pub(super) fn complete_request(
+    doc: &Element,
+    element: Option<&str>,
+) -> Result<(Vec<(i64, String)>, ListedChecksums), S3Error> {
+    if doc.name != "CompleteMultipartUpload" {
+        return Err(S3Error::new("MalformedXML"));
+    }
+    let mut parts = Vec::new();
+    let mut listed = Vec::new();
+    for p in doc.children_named("Part") {
+        let n: i64 = p
+            .child_text("PartNumber")
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| S3Error::new("MalformedXML"))?;
+        if !(1..=MAX_PARTS as i64).contains(&n) {
+            return Err(S3Error::new("InvalidPart"));
+        }
+        let etag = p
+            .child_text("ETag")
+            .map(|e| e.trim().trim_matches('"').to_owned())
+            .ok_or_else(|| S3Error::new("MalformedXML"))?;
+        if let Some(element) = element {
+            listed.push((n, p.child_text(element).map(str::to_owned)));
+        }
+        parts.push((n, etag));
+    }
+    if parts.is_empty() {
+        return Err(S3Error::with_message(
+            "MalformedXML",
+            "You must specify at least one part",
+        ));
+    }
+    if parts.len() > MAX_PARTS {
+        return Err(S3Error::new("MalformedXML"));
+    }
+    if parts.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Err(S3Error::new("InvalidPartOrder"));
+    }
+    Ok((parts, listed))
 }

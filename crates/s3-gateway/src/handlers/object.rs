@@ -12,7 +12,7 @@ use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
 use crate::splice::SpliceQueue;
 use crate::time::{http_date, iso8601};
-use crate::xml::XmlWriter;
+use crate::xml::{Element, XmlWriter};
 
 /// Standard headers stored with an object and returned on GET/HEAD, with
 /// the name they are stored under (Go's canonical form, as MinIO stores
@@ -237,9 +237,36 @@ pub(super) async fn head_only<B>(gw: &Gateway, ctx: &Ctx<B>) -> Result<ObjectInf
         .await?)
 }
 
+/// The objects a `Delete` request names: key and version id as sent.
+pub(super) type DeleteList = Vec<(String, Option<String>)>;
+
+/// A `Delete` request document: whether it is quiet, and each object's key
+/// and version id as sent (1 to [`MAX_DELETE_KEYS`] of them).
+pub(super) fn delete_request(doc: &Element) -> Result<(bool, DeleteList), S3Error> {
+    if doc.name != "Delete" {
+        return Err(S3Error::new("MalformedXML"));
+    }
+    let quiet = doc
+        .child_text("Quiet")
+        .is_some_and(|q| q.trim().eq_ignore_ascii_case("true"));
+    let objects: Vec<_> = doc
+        .children_named("Object")
+        .map(|o| {
+            (
+                o.child_text("Key").unwrap_or("").to_owned(),
+                o.child_text("VersionId").map(str::to_owned),
+            )
+        })
+        .collect();
+    if objects.is_empty() || objects.len() > MAX_DELETE_KEYS {
+        return Err(S3Error::new("MalformedXML"));
+    }
+    Ok((quiet, objects))
+}
+
 /// Parses a `Range` header. `Ok(None)` for a header S3 ignores (several
 /// ranges, or not a byte range).
-fn parse_range(v: &str) -> Option<Range> {
+pub(super) fn parse_range(v: &str) -> Option<Range> {
     let spec = v.trim().strip_prefix("bytes=")?;
     if spec.contains(',') {
         return None;
@@ -600,21 +627,10 @@ where
 {
     gw.layer.head_bucket(ctx.bucket()).await?;
     let doc = read_xml(gw, ctx).await?;
-    if doc.name != "Delete" {
-        return Err(S3Error::new("MalformedXML"));
-    }
-    let quiet = doc
-        .child_text("Quiet")
-        .is_some_and(|q| q.trim().eq_ignore_ascii_case("true"));
-    let objects: Vec<_> = doc.children_named("Object").collect();
-    if objects.is_empty() || objects.len() > MAX_DELETE_KEYS {
-        return Err(S3Error::new("MalformedXML"));
-    }
+    let (quiet, objects) = delete_request(&doc)?;
     let mut w = XmlWriter::new();
     w.root("DeleteResult");
-    for o in objects {
-        let key = o.child_text("Key").unwrap_or("").to_owned();
-        let vid = o.child_text("VersionId").map(str::to_owned);
+    for (key, vid) in objects {
         let version = match vid.as_deref() {
             None | Some("") => Ok(None),
             Some(v) => VersionSel::parse(v).map(Some).ok_or_else(|| {

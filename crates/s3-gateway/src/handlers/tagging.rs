@@ -15,7 +15,7 @@ use super::{empty, read_xml, xml_response};
 use crate::body::ResponseBody;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
-use crate::xml::XmlWriter;
+use crate::xml::{Element, XmlWriter};
 
 /// The metadata key of the tags.
 pub(crate) const TAGGING_KEY: &str = "X-Amz-Tagging";
@@ -45,7 +45,7 @@ pub(crate) fn validate(tags: &[(String, String)]) -> Result<(), S3Error> {
 
 /// Checks a bucket's tag set: up to 50 tags, none in the `aws:` namespace
 /// that S3 reserves for its own tags.
-fn validate_bucket(tags: &[(String, String)]) -> Result<(), S3Error> {
+pub(super) fn validate_bucket(tags: &[(String, String)]) -> Result<(), S3Error> {
     if tags.len() > MAX_BUCKET_TAGS {
         return Err(invalid("Bucket tag count cannot be greater than 50"));
     }
@@ -185,7 +185,11 @@ where
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: std::fmt::Display,
 {
-    let doc = read_xml(gw, ctx).await?;
+    tagging_request(&read_xml(gw, ctx).await?)
+}
+
+/// A `Tagging` document's tags, in order (not yet validated).
+pub(super) fn tagging_request(doc: &Element) -> Result<Vec<(String, String)>, S3Error> {
     if doc.name != "Tagging" {
         return Err(S3Error::new("MalformedXML"));
     }

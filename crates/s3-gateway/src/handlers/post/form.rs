@@ -17,21 +17,21 @@ use tokio::time::Instant;
 use crate::error::S3Error;
 
 /// Bytes of form fields before the file (S3 allows 20 KiB of policy).
-pub(super) const MAX_FIELDS_BYTES: usize = 64 * 1024;
+pub(in crate::handlers) const MAX_FIELDS_BYTES: usize = 64 * 1024;
 /// Most form fields.
-pub(super) const MAX_FIELDS: usize = 64;
+pub(in crate::handlers) const MAX_FIELDS: usize = 64;
 
-pub(super) fn malformed(msg: &str) -> S3Error {
+pub(in crate::handlers) fn malformed(msg: &str) -> S3Error {
     S3Error::with_message("MalformedPOSTRequest", msg)
 }
 
 /// The request body as a byte source with a pushback buffer.
-pub(super) struct Source<B> {
+pub(in crate::handlers) struct Source<B> {
     body: B,
-    pub(super) buf: BytesMut,
+    pub(in crate::handlers) buf: BytesMut,
     done: bool,
     /// Bytes received on the wire.
-    pub(super) raw: u64,
+    pub(in crate::handlers) raw: u64,
 }
 
 impl<B> Source<B>
@@ -39,7 +39,7 @@ where
     B: Body<Data = Bytes> + Unpin,
     B::Error: std::fmt::Display,
 {
-    pub(super) fn new(body: B) -> Self {
+    pub(in crate::handlers) fn new(body: B) -> Self {
         Source {
             body,
             buf: BytesMut::new(),
@@ -81,11 +81,11 @@ where
 /// The deadlines of the form phase, which runs before anything is
 /// authenticated.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct FormDeadlines {
+pub(in crate::handlers) struct FormDeadlines {
     /// Longest wait for the next piece of the form.
-    pub(super) idle: Duration,
+    pub(in crate::handlers) idle: Duration,
     /// When the whole form (every field before the file) must be in.
-    pub(super) until: Instant,
+    pub(in crate::handlers) until: Instant,
 }
 
 fn timed_out() -> S3Error {
@@ -143,7 +143,7 @@ where
     }
 }
 
-pub(super) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+pub(in crate::handlers) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
@@ -180,18 +180,18 @@ fn part_headers(head: &[u8]) -> Result<(String, Option<String>, Option<String>),
 }
 
 /// The form up to its file.
-pub(super) struct Form {
+pub(in crate::handlers) struct Form {
     /// The fields in the order sent (names as sent).
-    pub(super) fields: Vec<(String, String)>,
+    pub(in crate::handlers) fields: Vec<(String, String)>,
     /// The file part's `Content-Type`.
-    pub(super) file_type: Option<String>,
+    pub(in crate::handlers) file_type: Option<String>,
     /// The file part's file name (`${filename}`).
-    pub(super) filename: String,
+    pub(in crate::handlers) filename: String,
 }
 
 impl Form {
     /// The value of a field (names match case-insensitively).
-    pub(super) fn get(&self, name: &str) -> Option<&str> {
+    pub(in crate::handlers) fn get(&self, name: &str) -> Option<&str> {
         self.fields
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -202,7 +202,7 @@ impl Form {
 /// Reads the fields before the file; the source is left at the file's
 /// first byte. A field sent twice is refused: the policy would check one
 /// value and the object store another.
-pub(super) async fn read_form<B>(
+pub(in crate::handlers) async fn read_form<B>(
     src: &mut Source<B>,
     boundary: &str,
     d: FormDeadlines,
@@ -269,16 +269,20 @@ where
 /// which must arrive before the body ends. The size range the policy sets
 /// is enforced as the bytes stream: over the maximum fails at once, under
 /// the minimum fails at the end, before the object layer commits.
-pub(super) struct FileReader<'a, B> {
+pub(in crate::handlers) struct FileReader<'a, B> {
     src: &'a mut Source<B>,
     delim: Vec<u8>,
-    pub(super) total: u64,
+    pub(in crate::handlers) total: u64,
     range: (u64, u64),
     finished: bool,
 }
 
 impl<'a, B> FileReader<'a, B> {
-    pub(super) fn new(src: &'a mut Source<B>, boundary: &str, range: (u64, u64)) -> Self {
+    pub(in crate::handlers) fn new(
+        src: &'a mut Source<B>,
+        boundary: &str,
+        range: (u64, u64),
+    ) -> Self {
         FileReader {
             src,
             delim: format!("\r\n--{boundary}").into_bytes(),

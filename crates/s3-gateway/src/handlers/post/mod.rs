@@ -13,8 +13,8 @@
 //! layer; `content-length-range` is enforced as it streams, so a file too
 //! large or too small fails before anything is committed.
 
-mod form;
-mod policy;
+pub(super) mod form;
+pub(super) mod policy;
 
 use std::time::SystemTime;
 

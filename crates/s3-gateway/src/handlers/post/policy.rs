@@ -49,15 +49,15 @@ fn aws_escapes(raw: &[u8]) -> Vec<u8> {
 
 /// What a policy allows that is not a field check.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Policy {
+pub(in crate::handlers) struct Policy {
     /// `content-length-range`: the file's least and greatest size.
-    pub(super) length: (u64, u64),
+    pub(in crate::handlers) length: (u64, u64),
 }
 
 /// Checks the policy (`policy_b64`, as the form carries it) against the
 /// form, with `bucket` and `key` (the key after `${filename}`) standing
 /// for their fields.
-pub(super) fn check_policy(
+pub(in crate::handlers) fn check_policy(
     policy_b64: &str,
     form: &Form,
     bucket: &str,
@@ -175,7 +175,7 @@ pub(super) fn check_policy(
 }
 
 /// `2006-01-02T15:04:05[.000]Z`.
-pub(super) fn parse_iso8601(s: &str) -> Option<SystemTime> {
+pub(in crate::handlers) fn parse_iso8601(s: &str) -> Option<SystemTime> {
     let s = s.strip_suffix('Z')?;
     let (date, time) = s.split_once('T')?;
     let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
