@@ -7,6 +7,7 @@ written to in time) and its slot goes to the next request.
 """
 
 import http.client
+import os
 import socket
 import threading
 import time
@@ -152,6 +153,59 @@ class NonReadingClients(unittest.TestCase):
                 self.assertLess(got, len(big))
             self.assertLess(waited, 10)
             print(f"\nGET served after {waited:.2f} s with 3 non-reading clients and a bound of 2")
+        finally:
+            for s in socks:
+                s.close()
+            server.cleanup()
+
+
+class PartialH2Prefaces(unittest.TestCase):
+    """Connections that send part of the HTTP/2 preface and stall are waited
+    for without polling (the sniffer wakes only when bytes arrive) and
+    closed at the header timeout; meanwhile signed requests are served."""
+
+    def test_partial_prefaces_are_closed_at_the_header_timeout(self):
+        server = TesseraServer(env={"TESSERA_READ_HEADER_TIMEOUT": "2s"}).start()
+        u = urllib.parse.urlsplit(server.endpoint)
+        socks = []
+        try:
+            s3 = client(server.endpoint)
+            s3.create_bucket(Bucket="prefaces")
+            s3.put_object(Bucket="prefaces", Key="small", Body=b"served")
+            with open(f"/proc/{server.proc.pid}/stat") as f:
+                before = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+            opened = time.monotonic()
+            for i in range(200):
+                s = socket.create_connection((u.hostname, u.port))
+                # 1 to 23 bytes of the 24-byte preface.
+                s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"[: 1 + i % 23])
+                socks.append(s)
+            started = time.monotonic()
+            self.assertEqual(s3.get_object(Bucket="prefaces", Key="small")["Body"].read(), b"served")
+            waited = time.monotonic() - started
+            closed_by = []
+            for s in socks:
+                s.settimeout(15)
+                try:
+                    self.assertEqual(s.recv(1), b"", "the server answered a partial preface")
+                except ConnectionResetError:
+                    # Closed with the preface unread: a reset, not a FIN.
+                    pass
+                closed_by.append(time.monotonic() - opened)
+            with open(f"/proc/{server.proc.pid}/stat") as f:
+                after = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+            cpu = (after - before) / os.sysconf("SC_CLK_TCK")
+            self.assertLess(waited, 1.0)
+            # Closed at the header timeout (2 s), not before.
+            self.assertGreater(min(closed_by), 1.5)
+            self.assertLess(max(closed_by), 10)
+            # The sniffer sleeps until bytes come: 200 connections waiting
+            # 2 s cost the server next to no CPU time (a 5 ms poll would
+            # wake 80,000 times). A bound on the process's own CPU time,
+            # ten times what it takes here, not on wall time.
+            self.assertLess(cpu, 0.1)
+            print(f"\nGET served in {waited:.2f} s beside 200 partial prefaces; all closed "
+                  f"{min(closed_by):.1f}-{max(closed_by):.1f} s after opening; server CPU {cpu:.2f} s")
         finally:
             for s in socks:
                 s.close()
