@@ -194,6 +194,12 @@ pub const API_SEND_TIMEOUT: EnvVar = EnvVar {
            reading; then the connection is closed and the request's slot freed (Go-style \
            duration); default 60s",
 };
+pub const CLUSTER_MAX_CLOCK_SKEW: EnvVar = EnvVar {
+    name: "TESSERA_CLUSTER_MAX_CLOCK_SKEW",
+    aliases: &[],
+    help: "largest clock difference between two nodes of a cluster; a node further apart is \
+           refused with the difference named (Go-style duration); default 30s",
+};
 pub const SPLICE_GET: EnvVar = EnvVar {
     name: "TESSERA_SPLICE_GET",
     aliases: &[],
@@ -288,6 +294,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     API_BODY_MIN_RATE,
     API_BODY_GRACE,
     API_SEND_TIMEOUT,
+    CLUSTER_MAX_CLOCK_SKEW,
     SPLICE_GET,
     HUGE_FILL,
     READ_CACHE,

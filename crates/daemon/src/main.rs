@@ -10,6 +10,7 @@
 
 mod banner;
 mod cli;
+mod cluster;
 mod config;
 mod fdlimit;
 mod health;
@@ -159,6 +160,10 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         .iter()
         .filter_map(|l| l.local_addr().ok())
         .collect();
+
+    if let Some(nodes) = cfg.drives.cluster.clone() {
+        return cluster::run(&cfg, nodes, listeners, tls.is_some(), &notifier).await;
+    }
 
     notifier.status("opening drives");
     #[cfg(feature = "fault-injection")]

@@ -20,7 +20,10 @@ mod server;
 
 pub use auth::{AuthError, ClusterKey, Gate, KeyError};
 pub use client::{Peer, PeerConfig, PeerState, PeerStats};
-pub use server::{Connection, Service, serve_connection};
+pub use server::{
+    CONN_WINDOW, Connection, Failure, MAX_FRAME, MAX_STREAMS, STREAM_WINDOW, Service,
+    configure_server, serve_connection,
+};
 
 use bytes::Bytes;
 

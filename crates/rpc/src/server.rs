@@ -23,14 +23,34 @@ pub const MAX_CALL_BYTES: usize = 16 << 20;
 /// HTTP/2 flow-control windows of node connections: large enough that one
 /// stream fills a loopback or LAN link, small enough to bound what a slow
 /// reader leaves buffered.
-pub(crate) const STREAM_WINDOW: u32 = 4 << 20;
-pub(crate) const CONN_WINDOW: u32 = 16 << 20;
-pub(crate) const MAX_FRAME: u32 = 256 << 10;
+pub const STREAM_WINDOW: u32 = 4 << 20;
+pub const CONN_WINDOW: u32 = 16 << 20;
+pub const MAX_FRAME: u32 = 256 << 10;
 /// Concurrent calls on one connection.
-pub(crate) const MAX_STREAMS: u32 = 1024;
+pub const MAX_STREAMS: u32 = 1024;
 
 type BoxFuture = Pin<Box<dyn Future<Output = Response<RpcBody>> + Send>>;
 type Handler = Arc<dyn Fn(String, Request<Incoming>) -> BoxFuture + Send + Sync>;
+
+/// A unary method's refusal: an HTTP status (4xx or 5xx) and a message,
+/// which the caller gets as [`RpcError::Remote`](crate::RpcError::Remote).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The status.
+    pub status: u16,
+    /// Why.
+    pub message: String,
+}
+
+impl From<String> for Failure {
+    /// A server error (500).
+    fn from(message: String) -> Failure {
+        Failure {
+            status: 500,
+            message,
+        }
+    }
+}
 
 /// One connection's state: the node its hello admitted.
 #[derive(Debug, Default)]
@@ -89,13 +109,15 @@ impl Service {
         self.gate.name()
     }
 
-    /// Adds a small call: `f(caller, request bytes)` answers bytes or an
-    /// error message (500). The request is at most [`MAX_CALL_BYTES`]; the
-    /// call's deadline, when it carries one, bounds `f` (504 after it).
-    pub fn unary<F, Fut>(&mut self, name: &str, f: F)
+    /// Adds a small call: `f(caller, request bytes)` answers bytes or a
+    /// [`Failure`] (a message is a 500). The request is at most
+    /// [`MAX_CALL_BYTES`]; the call's deadline, when it carries one, bounds
+    /// `f` (504 after it).
+    pub fn unary<F, Fut, E>(&mut self, name: &str, f: F)
     where
         F: Fn(String, Bytes) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Bytes, String>> + Send + 'static,
+        Fut: Future<Output = Result<Bytes, E>> + Send + 'static,
+        E: Into<Failure>,
     {
         let f = Arc::new(f);
         let handler: Handler = Arc::new(move |from, req: Request<Incoming>| {
@@ -114,7 +136,14 @@ impl Service {
                     };
                     match f(from, body).await {
                         Ok(out) => Response::new(full(out)),
-                        Err(msg) => text(StatusCode::INTERNAL_SERVER_ERROR, msg),
+                        Err(e) => {
+                            let Failure { status, message } = e.into();
+                            text(
+                                StatusCode::from_u16(status)
+                                    .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                                message,
+                            )
+                        }
                     }
                 };
                 match deadline {

@@ -37,12 +37,12 @@ fn service(gate: Gate, counters: Arc<Counters>) -> Service {
         let mut out = from.into_bytes();
         out.push(b'|');
         out.extend_from_slice(&body);
-        Ok(Bytes::from(out))
+        Ok::<_, String>(Bytes::from(out))
     });
     s.unary("fail", |_, _| async { Err("it failed".to_owned()) });
     s.unary("slow", |_, _| async {
         tokio::time::sleep(Duration::from_secs(30)).await;
-        Ok(Bytes::new())
+        Ok::<_, String>(Bytes::new())
     });
     // Streams `n` MiB (the request's text) as fast as the caller takes them.
     let c = Arc::clone(&counters);

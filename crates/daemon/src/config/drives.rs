@@ -22,6 +22,21 @@ pub struct Drives {
     pub set_sizes: Vec<usize>,
     /// Whether the endpoints were written as https URLs.
     pub https_urls: bool,
+    /// The nodes, when the endpoints name other nodes than this one (then
+    /// `pools` holds this node's drives only).
+    pub cluster: Option<ClusterNodes>,
+}
+
+/// The nodes of a multi-node deployment, as the endpoints name them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterNodes {
+    /// Each node's `host:port`, in the order the endpoints first name it.
+    pub nodes: Vec<String>,
+    /// Which of them this node is.
+    pub me: usize,
+    /// Every drive endpoint, canonical, in order: what the nodes must
+    /// agree on.
+    pub endpoints: Vec<String>,
 }
 
 /// Parses, checks and lays out the endpoints: only drives of this machine.
@@ -56,20 +71,11 @@ pub fn drives(
         e.host().is_some_and(|h| local.is_local(h))
             && e.port().or(Some(DEFAULT_PORT)) == Some(listen_port)
     };
-    if let Some(remote) = all.iter().find(|e| e.is_url() && !is_local(e)) {
-        let which = if remote.host().is_some_and(|h| local.is_local(h)) {
-            format!(
-                "its port {} is not this server's port {listen_port}",
-                remote.port().unwrap_or(DEFAULT_PORT)
-            )
-        } else {
-            format!("{} is not this machine", remote.host().unwrap_or(""))
-        };
-        return err(format!(
-            "endpoint {remote}: {which}. Multi-node deployments are not supported yet: \
-             give this node's drives only (local paths, or URLs naming this host and port)"
-        ));
-    }
+    let cluster = if all.iter().any(|e| e.is_url() && !is_local(e)) {
+        Some(cluster_nodes(&all, listen_port, local, &is_local)?)
+    } else {
+        None
+    };
     topology
         .check_local(is_local)
         .map_err(|e| ConfigError(format!("invalid endpoints: {e}")))?;
@@ -84,7 +90,13 @@ pub fn drives(
     let pools: Vec<Vec<PathBuf>> = topology
         .pools()
         .iter()
-        .map(|p| p.drives().iter().map(|d| PathBuf::from(d.path())).collect())
+        .map(|p| {
+            p.drives()
+                .iter()
+                .filter(|d| cluster.is_none() || is_local(d))
+                .map(|d| PathBuf::from(d.path()))
+                .collect()
+        })
         .collect();
     // The object layer takes one set size for every fresh pool; without
     // one it picks MinIO's choice for a pool written without ellipses.
@@ -110,6 +122,24 @@ pub fn drives(
              every pool"
         ));
     };
+    if cluster.is_some() {
+        // The erasure sets span nodes: the set size is the layout's, not
+        // what this node's own drives would give.
+        return Ok(Drives {
+            pools,
+            pool_args: topology
+                .pools()
+                .iter()
+                .map(|p| p.cmdline().to_owned())
+                .collect(),
+            set_drive_count: set_sizes.first().copied(),
+            set_sizes,
+            https_urls: all
+                .iter()
+                .any(|e| e.scheme() == Some(placement::Scheme::Https)),
+            cluster,
+        });
+    }
     if topology.style() == DeploymentStyle::SingleDrive && pools[0].len() != 1 {
         return err("a single-drive deployment has exactly one drive");
     }
@@ -125,5 +155,63 @@ pub fn drives(
         https_urls: all
             .iter()
             .any(|e| e.scheme() == Some(placement::Scheme::Https)),
+        cluster: None,
+    })
+}
+
+/// The nodes the endpoints name, and which one is this node (a host of
+/// this machine on the port this server listens on).
+fn cluster_nodes(
+    all: &[&Endpoint],
+    listen_port: u16,
+    local: &LocalHost,
+    is_local: &dyn Fn(&Endpoint) -> bool,
+) -> Result<ClusterNodes, ConfigError> {
+    if let Some(path) = all.iter().find(|e| !e.is_url()) {
+        return err(format!(
+            "endpoint {path} is a local path, but other endpoints name other nodes: a \
+             multi-node deployment names every drive by URL"
+        ));
+    }
+    let mut nodes: Vec<String> = Vec::new();
+    let mut me = None;
+    for e in all {
+        let name = format!(
+            "{}:{}",
+            e.host().unwrap_or(""),
+            e.port().unwrap_or(DEFAULT_PORT)
+        );
+        let i = match nodes.iter().position(|n| *n == name) {
+            Some(i) => i,
+            None => {
+                nodes.push(name);
+                nodes.len() - 1
+            }
+        };
+        if is_local(e) {
+            match me {
+                Some(m) if m != i => {
+                    return err(format!(
+                        "endpoints name this server as both {} and {}: name each node one way",
+                        nodes[m], nodes[i]
+                    ));
+                }
+                _ => me = Some(i),
+            }
+        }
+    }
+    let Some(me) = me else {
+        let names = local.hostname().unwrap_or("this machine");
+        return err(format!(
+            "none of the endpoints' nodes ({}) is this server ({names} on port \
+             {listen_port}): start each node with its own --address port, or check the \
+             host names",
+            nodes.join(", ")
+        ));
+    };
+    Ok(ClusterNodes {
+        nodes,
+        me,
+        endpoints: all.iter().map(|e| e.to_string()).collect(),
     })
 }

@@ -22,7 +22,7 @@ use crate::memory::MAX_REQUESTS_CAP;
 
 pub use address::{ListenAddr, LocalHost};
 pub use credentials::{CredentialSource, Credentials, credentials};
-pub use drives::Drives;
+pub use drives::{ClusterNodes, Drives};
 pub use env::Env;
 pub use units::parse_duration;
 
@@ -105,6 +105,8 @@ pub struct ServerConfig {
     pub body_grace: Duration,
     /// Longest time a response may go without progress.
     pub send_timeout: Duration,
+    /// Largest clock difference between two nodes of a cluster.
+    pub cluster_max_skew: Duration,
     /// Longest wait for a request slot before `503 SlowDown`.
     pub requests_deadline: Duration,
     /// Whether GETs send page-cache pages with `splice`
@@ -423,6 +425,11 @@ impl ServerConfig {
         if send_timeout.is_zero() {
             return err("the send timeout must be positive");
         }
+        let cluster_max_skew =
+            duration_var(env, &cli::CLUSTER_MAX_CLOCK_SKEW, Duration::from_secs(30))?;
+        if cluster_max_skew.is_zero() {
+            return err("the cluster's clock skew bound must be positive");
+        }
         // Zero is the default, as MinIO reads it; a short wait such as 1ms
         // refuses at once.
         let requests_deadline =
@@ -461,6 +468,7 @@ impl ServerConfig {
             body_min_rate,
             body_grace,
             send_timeout,
+            cluster_max_skew,
             requests_deadline,
             splice_get,
             huge_fill,

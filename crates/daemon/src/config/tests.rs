@@ -89,10 +89,40 @@ fn endpoints_and_layout() {
     let c = resolve(&["http://node1/mnt/d{1...4}"], &[]).unwrap();
     assert_eq!(c.drives.pools[0].len(), 4);
 
-    let e = resolve(&["http://node{1...4}:9000/mnt/d{1...4}"], &[]).unwrap_err();
-    assert!(e.0.contains("Multi-node"), "{e}");
+    // Other nodes: this server (node1, port 9000) is the first of four;
+    // then none of the nodes; then the second on one host.
+    let c = resolve(&["http://node{1...4}:9000/mnt/d{1...4}"], &[]).unwrap();
+    let cluster = c.drives.cluster.unwrap();
+    assert_eq!(cluster.nodes.len(), 4);
+    assert_eq!((cluster.me, cluster.nodes[0].as_str()), (0, "node1:9000"));
+    assert_eq!(c.drives.pools[0].len(), 4);
     let e = resolve(&["http://127.0.0.1:9001/mnt/d{1...4}"], &[]).unwrap_err();
-    assert!(e.0.contains("port"), "{e}");
+    assert!(e.0.contains("port 9000"), "{e}");
+    let args: Vec<String> = (1..=4)
+        .flat_map(|n| (1..=4).map(move |d| format!("http://127.0.0.1:{}/srv/n{n}/d{d}", 8998 + n)))
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let c = resolve(&args, &[]).unwrap();
+    let cluster = c.drives.cluster.as_ref().unwrap();
+    assert_eq!(
+        cluster.nodes,
+        [
+            "127.0.0.1:8999",
+            "127.0.0.1:9000",
+            "127.0.0.1:9001",
+            "127.0.0.1:9002"
+        ]
+    );
+    assert_eq!(cluster.me, 1);
+    assert_eq!(cluster.endpoints.len(), 16);
+    assert_eq!(c.drives.pools[0].len(), 4);
+    assert_eq!(c.drives.pools[0][0], PathBuf::from("/srv/n2/d1"));
+    assert_eq!(c.drives.set_sizes, vec![16]);
+    let e = resolve(&["http://127.0.0.1:9001/mnt/d1", "/mnt/d2"], &[]).unwrap_err();
+    assert!(
+        e.0.contains("invalid endpoints") || e.0.contains("local path"),
+        "{e}"
+    );
 
     let e = resolve(&["/a{1...4}"], &[("MINIO_STORAGE_CLASS_STANDARD", "EC:3")]).unwrap_err();
     assert!(e.0.contains("storage class"), "{e}");

@@ -1,0 +1,367 @@
+//! Multi-node mode: the endpoints name other nodes than this one.
+//!
+//! The node serves the node RPC on its S3 port, checks with every peer that
+//! they share the endpoint list, the erasure layout and the format version
+//! (a peer that differs, or holds other root credentials, stops this node
+//! with the reason), waits for a majority, then runs its raft member: the
+//! first five nodes vote, the rest learn; the leader records every node in
+//! the replicated cluster state. `GET /tessera/cluster` shows this node's
+//! view (leader, term, applied index, members, peers and their clocks);
+//! `/minio/health/cluster` answers 200 while a leader is known and a
+//! majority of the voters is reachable.
+//!
+//! Serving objects across nodes (remote drives, distributed erasure sets,
+//! the lock service) is not built yet: S3 requests are answered with 503
+//! `ServiceUnavailable` and a message that says so.
+
+mod bootstrap;
+mod raft_node;
+
+use std::convert::Infallible;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use rpc::{ClusterKey, Connection, Failure, Gate, Peer, PeerConfig, PeerState, RpcBody, full};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use self::bootstrap::{Agreement, FORMAT_VERSION};
+use self::raft_node::{INBOUND_QUEUE, MAX_BATCH_BYTES, RaftView};
+use crate::config::{ClusterNodes, ConfigError, ServerConfig};
+use crate::systemd::Notifier;
+
+/// Where a node keeps its raft log: under MinIO's system directory of its
+/// first drive, which MinIO serving the same drives neither lists nor
+/// touches.
+const RAFT_DIR: &str = ".minio.sys/tessera/raft";
+
+/// Everything the cluster's HTTP side needs.
+struct Node {
+    me: String,
+    rpc: rpc::Service,
+    peers: Vec<Peer>,
+    raft: Arc<Mutex<RaftView>>,
+    nodes: Vec<String>,
+    started: SystemTime,
+}
+
+impl Node {
+    fn view(&self) -> RaftView {
+        self.raft.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether node `id` (raft id) is this one or a peer that answers.
+    fn reachable(&self, id: u64) -> bool {
+        self.nodes
+            .get((id as usize).wrapping_sub(1))
+            .is_some_and(|n| {
+                *n == self.me
+                    || self
+                        .peers
+                        .iter()
+                        .any(|p| p.name() == n && p.state() == PeerState::Up)
+            })
+    }
+
+    /// A leader is known and answers, and a majority of the voters answers
+    /// (this node counts when it votes).
+    fn has_quorum(&self, v: &RaftView) -> bool {
+        if v.leader == 0 || v.voters.is_empty() || !self.reachable(v.leader) {
+            return false;
+        }
+        let up = v.voters.iter().filter(|id| self.reachable(**id)).count();
+        up > v.voters.len() / 2
+    }
+
+    fn status(&self) -> serde_json::Value {
+        let v = self.view();
+        let name = |id: u64| {
+            self.nodes
+                .get((id as usize).wrapping_sub(1))
+                .cloned()
+                .unwrap_or_default()
+        };
+        json!({
+            "node": self.me,
+            "raft_id": v.id,
+            "term": v.term,
+            "leader": if v.leader == 0 { serde_json::Value::Null } else { json!(name(v.leader)) },
+            "commit_index": v.commit,
+            "applied_index": v.applied,
+            "quorum": self.has_quorum(&v),
+            "voters": v.voters.iter().map(|id| name(*id)).collect::<Vec<_>>(),
+            "learners": v.learners.iter().map(|id| name(*id)).collect::<Vec<_>>(),
+            "members": v.members.iter().map(|(id, info)| json!({
+                "id": id,
+                "node": name(*id),
+                "endpoint": info.endpoint,
+                "state": format!("{:?}", info.state),
+            })).collect::<Vec<_>>(),
+            "peers": self.peers.iter().map(|p| {
+                let s = p.stats();
+                json!({
+                    "node": p.name(),
+                    "state": format!("{:?}", s.state).to_lowercase(),
+                    "clock_skew_ms": s.skew_ms,
+                    "calls": s.calls,
+                    "failures": s.failures,
+                    "connects": s.connects,
+                })
+            }).collect::<Vec<_>>(),
+            "uptime_s": self.started.elapsed().map_or(0, |d| d.as_secs()),
+        })
+    }
+
+    async fn handle(&self, conn: &Connection, req: Request<Incoming>) -> Response<RpcBody> {
+        let path = req.uri().path().to_owned();
+        if path.starts_with(rpc::PATH_PREFIX) {
+            return self.rpc.handle(conn, req).await;
+        }
+        let method = req.method().clone();
+        let respond = |status: StatusCode, ctype: &str, body: String| {
+            let mut r = Response::new(full(if method == Method::HEAD {
+                String::new()
+            } else {
+                body
+            }));
+            *r.status_mut() = status;
+            if let Ok(v) = http::HeaderValue::from_str(ctype) {
+                r.headers_mut().insert(http::header::CONTENT_TYPE, v);
+            }
+            r
+        };
+        match path.as_str() {
+            "/tessera/cluster" => respond(
+                StatusCode::OK,
+                "application/json",
+                format!("{:#}\n", self.status()),
+            ),
+            "/minio/health/live" => respond(StatusCode::OK, "text/plain", String::new()),
+            "/minio/health/cluster" | "/minio/health/ready" | "/minio/health/cluster/read" => {
+                let ok = self.has_quorum(&self.view());
+                let status = if ok {
+                    StatusCode::OK
+                } else {
+                    StatusCode::SERVICE_UNAVAILABLE
+                };
+                respond(status, "text/plain", String::new())
+            }
+            _ => respond(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "application/xml",
+                format!(
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>ServiceUnavailable\
+                     </Code><Message>This node is part of a multi-node cluster; this release \
+                     runs the cluster's membership and consensus but does not serve objects \
+                     across nodes yet.</Message><Resource>{}</Resource></Error>",
+                    xml_escape(&path)
+                ),
+            ),
+        }
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Runs this node of the cluster `nodes` until SIGTERM or SIGINT.
+pub async fn run(
+    cfg: &ServerConfig,
+    nodes: ClusterNodes,
+    listeners: Vec<TcpListener>,
+    tls: bool,
+    notifier: &Notifier,
+) -> Result<ExitCode, ConfigError> {
+    if tls {
+        return Err(ConfigError(
+            "TLS between the nodes of a cluster is not available in this release: start a \
+             multi-node deployment over http"
+                .into(),
+        ));
+    }
+    let key = |what| {
+        ClusterKey::derive(&cfg.credentials.user, &cfg.credentials.password)
+            .map_err(|e| ConfigError(format!("{what}: {e}")))
+    };
+    let me = nodes.nodes[nodes.me].clone();
+    let gate = Gate::new(key("the node RPC")?, me.clone(), cfg.cluster_max_skew);
+    let peer_key = Arc::new(key("the node RPC")?);
+    let peer_cfg = PeerConfig {
+        max_skew: cfg.cluster_max_skew,
+        ..PeerConfig::default()
+    };
+    let mut peer_slots: Vec<Option<Peer>> = Vec::new();
+    let mut peers = Vec::new();
+    for (i, name) in nodes.nodes.iter().enumerate() {
+        if i == nodes.me {
+            peer_slots.push(None);
+            continue;
+        }
+        let p = Peer::new(
+            me.clone(),
+            name.clone(),
+            name.clone(),
+            Arc::clone(&peer_key),
+            peer_cfg.clone(),
+        );
+        p.spawn_monitor();
+        peer_slots.push(Some(p.clone()));
+        peers.push(p);
+    }
+
+    let agreement = Agreement {
+        endpoints: nodes.endpoints.clone(),
+        set_sizes: cfg.drives.set_sizes.clone(),
+        parity: cfg.standard_parity,
+        format: FORMAT_VERSION,
+    };
+    let (inbound_tx, inbound_rx) = std::sync::mpsc::sync_channel(INBOUND_QUEUE);
+    let mut service = rpc::Service::new(gate);
+    let ours = agreement.clone();
+    service.unary("bootstrap.check", move |from, body: Bytes| {
+        let diff = ours.difference(&body);
+        async move {
+            match diff {
+                None => Ok(Bytes::from_static(b"agreed")),
+                Some(d) => {
+                    tracing::error!(peer = %from, "node disagrees on the cluster: {d}");
+                    Err(Failure {
+                        status: 409,
+                        message: d,
+                    })
+                }
+            }
+        }
+    });
+    let inbound: raft_node::Inbound = inbound_tx;
+    service.unary("raft.step", move |_, body: Bytes| {
+        let r = if body.len() > MAX_BATCH_BYTES {
+            Err(Failure {
+                status: 413,
+                message: "raft batch too large".into(),
+            })
+        } else {
+            match raft_node::decode_batch(&body) {
+                Ok(msgs) => {
+                    for m in msgs {
+                        // Full: raft resends what is dropped.
+                        let _ = inbound.try_send(m);
+                    }
+                    Ok(Bytes::new())
+                }
+                Err(e) => Err(Failure {
+                    status: 400,
+                    message: format!("raft batch: {e}"),
+                }),
+            }
+        };
+        async move { r }
+    });
+
+    let raft_view = Arc::new(Mutex::new(RaftView::default()));
+    let node = Arc::new(Node {
+        me: me.clone(),
+        rpc: service,
+        peers: peers.clone(),
+        raft: Arc::clone(&raft_view),
+        nodes: nodes.nodes.clone(),
+        started: SystemTime::now(),
+    });
+    let mut accepts = Vec::new();
+    for l in listeners {
+        accepts.push(tokio::spawn(accept_loop(l, Arc::clone(&node))));
+    }
+    tracing::info!(
+        node = %me,
+        nodes = nodes.nodes.len(),
+        "cluster node {} of {}: waiting for the other nodes to agree",
+        nodes.me + 1,
+        nodes.nodes.len()
+    );
+    notifier.status("waiting for the other nodes");
+
+    let agreed = tokio::select! {
+        r = bootstrap::wait_for_agreement(&agreement, &peers, nodes.nodes.len(), Duration::from_secs(5)) => r,
+        _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+    };
+    let agreed = agreed.map_err(|r| ConfigError(format!("this node does not join: {}", r.0)))?;
+    tracing::info!(agreed = ?agreed, "a majority of nodes agrees; starting the raft member");
+
+    let first = cfg
+        .drives
+        .pools
+        .iter()
+        .flatten()
+        .next()
+        .ok_or_else(|| ConfigError("this node has no drives".into()))?;
+    let dir = first.join(RAFT_DIR);
+    raft_node::start(
+        nodes.me as u64 + 1,
+        &dir,
+        nodes.nodes.clone(),
+        peer_slots,
+        inbound_rx,
+        raft_view,
+    )
+    .map_err(ConfigError)?;
+    notifier.ready("cluster member running");
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| ConfigError(format!("signal handler: {e}")))?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    notifier.stopping("stopping");
+    for a in accepts {
+        a.abort();
+    }
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn accept_loop(listener: TcpListener, node: Arc<Node>) {
+    loop {
+        let (sock, _) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = sock.set_nodelay(true);
+        let node = Arc::clone(&node);
+        tokio::spawn(async move {
+            let conn = Arc::new(Connection::default());
+            let svc = hyper::service::service_fn(move |req| {
+                let node = Arc::clone(&node);
+                let conn = Arc::clone(&conn);
+                async move { Ok::<_, Infallible>(node.handle(&conn, req).await) }
+            });
+            let mut b = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            b.http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(30));
+            b.http2()
+                .timer(TokioTimer::new())
+                .initial_stream_window_size(rpc::STREAM_WINDOW)
+                .initial_connection_window_size(rpc::CONN_WINDOW)
+                .max_frame_size(rpc::MAX_FRAME)
+                .max_concurrent_streams(rpc::MAX_STREAMS)
+                .keep_alive_interval(Some(Duration::from_secs(5)))
+                .keep_alive_timeout(Duration::from_secs(10));
+            if let Err(e) = b.serve_connection(TokioIo::new(sock), svc).await {
+                tracing::debug!("cluster connection: {e}");
+            }
+        });
+    }
+}

@@ -1,0 +1,251 @@
+//! The node's raft member: a thread that owns the [`Replica`] (its log
+//! writes fsync, so it stays off the async runtime), ticks it, steps the
+//! messages peers send, and hands the messages it emits to one sender task
+//! per peer, which carries them over the node RPC (`raft.step`).
+
+use std::path::Path;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use consensus::{ClusterState, Command, FileLog, NodeInfo, NodeState, Replica, Timing};
+use protobuf::Message as _;
+use raft::eraftpb::{ConfState, Message};
+use rpc::Peer;
+
+/// One unit of raft time: elections after 10-20 ticks without a leader,
+/// heartbeats every 2.
+pub const TICK: Duration = Duration::from_millis(100);
+/// Voters at most; the other nodes are learners.
+pub const MAX_VOTERS: usize = 5;
+/// Messages waiting for one peer at most (raft resends what is dropped).
+const PEER_QUEUE: usize = 1024;
+/// Inbound messages waiting for the raft thread at most.
+pub const INBOUND_QUEUE: usize = 4096;
+/// Largest batch of raft messages one RPC call accepts.
+pub const MAX_BATCH_BYTES: usize = 8 << 20;
+
+/// What the node's member knows, for status and health.
+#[derive(Debug, Clone, Default)]
+pub struct RaftView {
+    pub id: u64,
+    pub term: u64,
+    pub leader: u64,
+    pub commit: u64,
+    pub applied: u64,
+    pub members: Vec<(u64, NodeInfo)>,
+    pub voters: Vec<u64>,
+    pub learners: Vec<u64>,
+}
+
+/// The initial configuration every node starts from: the first
+/// [`MAX_VOTERS`] nodes (raft ids 1..) vote, the rest learn.
+pub fn initial_conf(nodes: usize) -> ConfState {
+    let ids: Vec<u64> = (1..=nodes as u64).collect();
+    let split = nodes.min(MAX_VOTERS);
+    ConfState {
+        voters: ids[..split].to_vec(),
+        learners: ids[split..].to_vec(),
+        ..Default::default()
+    }
+}
+
+/// Encodes messages as a batch: each a big-endian u32 length and its
+/// protobuf bytes.
+pub fn encode_batch(msgs: &[Message]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for m in msgs {
+        let bytes = m.write_to_bytes().unwrap_or_default();
+        out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
+/// Decodes a batch of [`encode_batch`]; `Err` on any malformed part.
+pub fn decode_batch(mut data: &[u8]) -> Result<Vec<Message>, String> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        if data.len() < 4 {
+            return Err("a truncated length".into());
+        }
+        let n = u32::from_be_bytes([data[0], data[1], data[2], data[3]]) as usize;
+        let body = data
+            .get(4..4 + n)
+            .ok_or_else(|| "a truncated message".to_owned())?;
+        out.push(Message::parse_from_bytes(body).map_err(|e| e.to_string())?);
+        data = &data[4 + n..];
+    }
+    Ok(out)
+}
+
+/// Starts the member `id` (1-based index of `nodes`) over the log in `dir`.
+/// `peers[i]` calls node `i + 1` (`None` for this node). Returns once the
+/// log is open; the member runs on its own thread from then on.
+pub fn start(
+    id: u64,
+    dir: &Path,
+    nodes: Vec<String>,
+    peers: Vec<Option<Peer>>,
+    inbound: Receiver<Message>,
+    view: Arc<Mutex<RaftView>>,
+) -> Result<(), String> {
+    let log = FileLog::open(dir, initial_conf(nodes.len()))
+        .map_err(|e| format!("the raft log in {}: {e}", dir.display()))?;
+    let timing = Timing {
+        heartbeat_tick: 2,
+        election_tick: 10,
+    };
+    let mut replica = Replica::new(id, log, ClusterState::default(), timing)
+        .map_err(|e| format!("starting raft: {e}"))?;
+    let outbound: Vec<Option<tokio::sync::mpsc::Sender<Message>>> =
+        peers.into_iter().map(|p| p.map(spawn_sender)).collect();
+    std::thread::Builder::new()
+        .name("tessera-raft".into())
+        .spawn(move || {
+            let mut next_tick = Instant::now() + TICK;
+            let mut proposed_members = Instant::now() - Duration::from_secs(60);
+            loop {
+                let wait = next_tick.saturating_duration_since(Instant::now());
+                match inbound.recv_timeout(wait) {
+                    Ok(m) => {
+                        step(&mut replica, m);
+                        while let Ok(m) = inbound.try_recv() {
+                            step(&mut replica, m);
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+                if Instant::now() >= next_tick {
+                    replica.tick();
+                    next_tick += TICK;
+                    if next_tick < Instant::now() {
+                        next_tick = Instant::now() + TICK;
+                    }
+                }
+                if replica.is_leader()
+                    && replica.state_machine().nodes().len() < nodes.len()
+                    && proposed_members.elapsed() > Duration::from_secs(2)
+                {
+                    proposed_members = Instant::now();
+                    for (i, name) in nodes.iter().enumerate() {
+                        let nid = i as u64 + 1;
+                        if !replica.state_machine().nodes().contains_key(&nid) {
+                            let cmd = Command::SetNode {
+                                id: nid,
+                                info: NodeInfo {
+                                    endpoint: format!("http://{name}"),
+                                    state: NodeState::Online,
+                                },
+                            };
+                            if let Err(e) = replica.propose(cmd.encode()) {
+                                tracing::debug!("proposing member {nid}: {e}");
+                            }
+                        }
+                    }
+                }
+                match replica.drive() {
+                    Ok(out) => {
+                        for m in out.messages {
+                            let to = m.to as usize;
+                            if let Some(Some(tx)) = outbound.get(to.wrapping_sub(1)) {
+                                // Full: raft resends what a peer missed.
+                                let _ = tx.try_send(m);
+                            }
+                        }
+                        if out.soft_state_changed {
+                            tracing::info!(
+                                term = replica.term(),
+                                leader = replica.leader_id(),
+                                "raft: leadership changed"
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        // The log could not be written: this member stops
+                        // rather than promise what it did not persist.
+                        tracing::error!("raft: {e}; this node's raft member stops");
+                        return;
+                    }
+                }
+                let cs = replica.conf_state();
+                let mut v = view.lock().unwrap_or_else(|e| e.into_inner());
+                *v = RaftView {
+                    id,
+                    term: replica.term(),
+                    leader: replica.leader_id(),
+                    commit: replica.commit_index(),
+                    applied: consensus::StateMachine::applied_index(replica.state_machine()),
+                    members: replica
+                        .state_machine()
+                        .nodes()
+                        .iter()
+                        .map(|(k, v)| (*k, v.clone()))
+                        .collect(),
+                    voters: cs.voters.clone(),
+                    learners: cs.learners.clone(),
+                };
+            }
+        })
+        .map_err(|e| format!("starting the raft thread: {e}"))?;
+    Ok(())
+}
+
+fn step(replica: &mut Replica<FileLog, ClusterState>, m: Message) {
+    if let Err(e) = replica.step(m) {
+        tracing::debug!("raft: a message refused: {e}");
+    }
+}
+
+/// The task that carries one peer's messages, batched, over the RPC.
+fn spawn_sender(peer: Peer) -> tokio::sync::mpsc::Sender<Message> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(PEER_QUEUE);
+    tokio::spawn(async move {
+        while let Some(first) = rx.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < 256 {
+                match rx.try_recv() {
+                    Ok(m) => batch.push(m),
+                    Err(_) => break,
+                }
+            }
+            let bytes = encode_batch(&batch);
+            if let Err(e) = peer
+                .call("raft.step", bytes.into(), Some(Duration::from_secs(1)))
+                .await
+            {
+                tracing::trace!("raft messages to {}: {e}", peer.name());
+            }
+        }
+    });
+    tx
+}
+
+/// The sender the RPC handler queues inbound messages on.
+pub type Inbound = SyncSender<Message>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_round_trip_and_voters_are_the_first_five() {
+        let m = Message {
+            to: 2,
+            term: 7,
+            ..Default::default()
+        };
+        let m2 = Message {
+            from: 3,
+            ..Default::default()
+        };
+        let batch = encode_batch(&[m.clone(), m2.clone()]);
+        assert_eq!(decode_batch(&batch).unwrap(), vec![m, m2]);
+        assert!(decode_batch(&batch[..batch.len() - 1]).is_err());
+        assert!(decode_batch(&[0, 0, 0]).is_err());
+        let cs = initial_conf(7);
+        assert_eq!((cs.voters, cs.learners), (vec![1, 2, 3, 4, 5], vec![6, 7]));
+        assert_eq!(initial_conf(4).voters, vec![1, 2, 3, 4]);
+    }
+}

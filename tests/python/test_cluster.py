@@ -1,0 +1,243 @@
+"""A four-node cluster of real `tessera server` processes on loopback (four
+drives each, one erasure set of 16), started as an operator starts one: the
+same endpoint list on every node, each on its own port.
+
+The nodes agree on the endpoints, elect a raft leader and record every node
+in the replicated cluster state; `GET /tessera/cluster` on each shows its
+view. Then the leader is killed with SIGKILL (the others elect another and
+keep their committed state), it comes back (and catches up), a follower is
+held down for a minute (the others keep quorum and report it down), the
+whole cluster restarts (the committed state survives on the drives), and
+nodes that must not join are refused with the reason: another endpoint
+list, other credentials, the default credentials.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from tessera_server import ACCESS_KEY, SECRET_KEY, binary, free_port
+
+# A leader is elected within 2-4 s of a quorum (100 ms ticks, elections
+# after 10-20 ticks); these bounds leave room for a loaded CI machine.
+FORM_BOUND_S = 30
+ELECT_BOUND_S = 20
+
+
+def http_get(url, timeout=5):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class Cluster:
+    def __init__(self, nodes=4, drives=4):
+        self.root = tempfile.mkdtemp(prefix="tessera-cluster-")
+        self.ports = []
+        while len(self.ports) < nodes:
+            p = free_port()
+            if p not in self.ports:
+                self.ports.append(p)
+        self.endpoints = [
+            f"http://127.0.0.1:{port}{self.root}/n{n}/d{d}"
+            for n, port in enumerate(self.ports, 1)
+            for d in range(1, drives + 1)
+        ]
+        for n in range(1, nodes + 1):
+            for d in range(1, drives + 1):
+                os.makedirs(f"{self.root}/n{n}/d{d}")
+        self.procs = [None] * nodes
+
+    def name(self, i):
+        return f"127.0.0.1:{self.ports[i]}"
+
+    def url(self, i, path):
+        return f"http://127.0.0.1:{self.ports[i]}{path}"
+
+    def log(self, i):
+        return os.path.join(self.root, f"node{i + 1}.log")
+
+    def start(self, i, endpoints=None, env=None):
+        e = dict(os.environ)
+        e.update({"TESSERA_ROOT_USER": ACCESS_KEY, "TESSERA_ROOT_PASSWORD": SECRET_KEY})
+        e.update(env or {})
+        args = [binary(), "server", "--address", self.name(i), *(endpoints or self.endpoints)]
+        with open(self.log(i), "ab") as log:
+            self.procs[i] = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=e
+            )
+        return self.procs[i]
+
+    def kill(self, i):
+        p, self.procs[i] = self.procs[i], None
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+
+    def status(self, i):
+        try:
+            code, body = http_get(self.url(i, "/tessera/cluster"), timeout=2)
+        except OSError:
+            return None
+        return json.loads(body) if code == 200 else None
+
+    def log_tail(self, i, lines=30):
+        try:
+            with open(self.log(i), "rb") as f:
+                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
+    def agreed(self, live, members=None):
+        """The view every live node shares (leader, term, applied), once
+        they all see the same leader with quorum and every member."""
+        views = [self.status(i) for i in live]
+        if any(v is None for v in views):
+            return None
+        leaders = {v["leader"] for v in views}
+        if len(leaders) != 1 or None in leaders:
+            return None
+        if not all(v["quorum"] for v in views):
+            return None
+        want = members if members is not None else len(self.ports)
+        if not all(len(v["members"]) == want for v in views):
+            return None
+        if len({v["applied_index"] for v in views}) != 1 or len({v["term"] for v in views}) != 1:
+            return None
+        return views[0]
+
+    def wait_agreed(self, live, bound, what, until=lambda v: True):
+        """The shared view of `live`, once it satisfies `until`."""
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            v = self.agreed(live)
+            if v and until(v):
+                return v
+            time.sleep(0.2)
+        tails = "\n".join(f"--- node {i + 1}\n{self.log_tail(i)}" for i in live)
+        views = [self.status(i) for i in live]
+        raise AssertionError(f"{what}: no agreement within {bound} s: {views}\n{tails}")
+
+    def stop_all(self):
+        for i, p in enumerate(self.procs):
+            if p is not None:
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                self.procs[i] = None
+
+    def cleanup(self):
+        self.stop_all()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class FourNodes(unittest.TestCase):
+    def test_forms_elects_survives_and_refuses(self):
+        c = Cluster()
+        self.addCleanup(c.cleanup)
+        started = time.monotonic()
+        for i in range(4):
+            c.start(i)
+        view = c.wait_agreed(range(4), FORM_BOUND_S, "forming")
+        formed = time.monotonic() - started
+        self.assertEqual(sorted(m["node"] for m in view["members"]), sorted(c.name(i) for i in range(4)))
+        self.assertEqual(sorted(view["voters"]), sorted(c.name(i) for i in range(4)))
+        for i in range(4):
+            code, _ = http_get(c.url(i, "/minio/health/cluster"))
+            self.assertEqual(code, 200)
+        # S3 across nodes is not served yet, and says so.
+        code, body = http_get(c.url(0, "/some-bucket/key"))
+        self.assertEqual(code, 503)
+        self.assertIn(b"<Code>ServiceUnavailable</Code>", body)
+        # The raft log lives under .minio.sys of each node's first drive.
+        self.assertTrue(os.path.isdir(f"{c.root}/n1/d1/.minio.sys/tessera/raft"))
+
+        # The leader dies: the other three elect another in a later term,
+        # and keep every committed entry.
+        leader = next(i for i in range(4) if c.name(i) == view["leader"])
+        c.kill(leader)
+        killed = time.monotonic()
+        rest = [i for i in range(4) if i != leader]
+        after = c.wait_agreed(
+            rest, ELECT_BOUND_S, "electing after the leader's death",
+            until=lambda v: v["leader"] != view["leader"],
+        )
+        elected = time.monotonic() - killed
+        self.assertNotEqual(after["leader"], view["leader"])
+        self.assertGreater(after["term"], view["term"])
+        self.assertGreaterEqual(after["applied_index"], view["applied_index"])
+        down = [p for p in c.status(rest[0])["peers"] if p["node"] == view["leader"]]
+        self.assertEqual(down[0]["state"], "down")
+
+        # It comes back and catches up.
+        c.start(leader)
+        back = c.wait_agreed(
+            range(4), FORM_BOUND_S, "the old leader rejoining",
+            until=lambda v: v["applied_index"] >= after["applied_index"],
+        )
+        self.assertGreaterEqual(back["applied_index"], after["applied_index"])
+
+        # A follower held down for a minute: the others keep quorum and
+        # report it down, it rejoins.
+        follower = next(i for i in range(4) if c.name(i) != back["leader"])
+        c.kill(follower)
+        others = [i for i in range(4) if i != follower]
+        time.sleep(5)
+        held = time.monotonic()
+        while time.monotonic() - held < 60:
+            for i in others:
+                code, _ = http_get(c.url(i, "/minio/health/cluster"))
+                self.assertEqual(code, 200, f"node {i + 1} lost quorum with one node down")
+            time.sleep(5)
+        states = {p["node"]: p["state"] for p in c.status(others[0])["peers"]}
+        self.assertEqual(states[c.name(follower)], "down")
+        c.start(follower)
+        c.wait_agreed(range(4), FORM_BOUND_S, "the follower rejoining")
+
+        # The whole cluster restarts: the state was committed to disk.
+        before = c.agreed(range(4))
+        c.stop_all()
+        for i in range(4):
+            c.start(i)
+        again = c.wait_agreed(
+            range(4), FORM_BOUND_S, "restarting", until=lambda v: v["term"] > before["term"]
+        )
+        self.assertGreater(again["term"], before["term"])
+        self.assertGreaterEqual(again["applied_index"], before["applied_index"])
+        self.assertEqual(len(again["members"]), 4)
+
+        # Nodes that must not join are refused, with the reason. A fifth
+        # node lists itself where node 4's drives are.
+        extra = Cluster(nodes=1)
+        self.addCleanup(extra.cleanup)
+        p = extra.start(0, endpoints=[e if i < 12 else e.replace(c.name(3), extra.name(0))
+                                      for i, e in enumerate(c.endpoints)])
+        self.assertNotEqual(p.wait(timeout=30), 0)
+        self.assertIn("disagrees: the endpoint lists differ", extra.log_tail(0))
+        self.assertIn("position 13", extra.log_tail(0))
+        extra.procs[0] = None
+        c.kill(3)
+        p = c.start(3, env={"TESSERA_ROOT_PASSWORD": "another-secret-value"})
+        self.assertNotEqual(p.wait(timeout=30), 0)
+        self.assertIn("holds other root credentials", c.log_tail(3))
+        c.procs[3] = None
+        p = c.start(3, env={"TESSERA_ROOT_USER": "minioadmin", "TESSERA_ROOT_PASSWORD": "minioadmin"})
+        self.assertNotEqual(p.wait(timeout=30), 0)
+        self.assertIn("the root credentials are the defaults", c.log_tail(3))
+        c.procs[3] = None
+        print(f"\nformed in {formed:.1f} s; a new leader {elected:.1f} s after the old one's SIGKILL")
+
+
+if __name__ == "__main__":
+    unittest.main()
