@@ -68,7 +68,11 @@ class Cluster:
 
     def start(self, i, endpoints=None, env=None):
         e = dict(os.environ)
-        e.update({"TESSERA_ROOT_USER": ACCESS_KEY, "TESSERA_ROOT_PASSWORD": SECRET_KEY})
+        e.update({
+            "TESSERA_ROOT_USER": ACCESS_KEY,
+            "TESSERA_ROOT_PASSWORD": SECRET_KEY,
+            "TESSERA_PROMETHEUS_AUTH_TYPE": "public",
+        })
         e.update(env or {})
         args = [binary(), "server", "--address", self.name(i), *(endpoints or self.endpoints)]
         with open(self.log(i), "ab") as log:
@@ -156,6 +160,14 @@ class FourNodes(unittest.TestCase):
         for i in range(4):
             code, _ = http_get(c.url(i, "/minio/health/cluster"))
             self.assertEqual(code, 200)
+        # Metrics: the raft member and each peer as node 1 sees it.
+        code, text = http_get(c.url(0, "/minio/v2/metrics/cluster"))
+        self.assertEqual(code, 200)
+        text = text.decode()
+        self.assertIn("tessera_cluster_quorum 1", text)
+        self.assertIn(f'tessera_raft_leader{{node="{view["leader"]}"}} 1', text)
+        for i in range(1, 4):
+            self.assertIn(f'tessera_peer_up{{peer="{c.name(i)}"}} 1', text)
         # S3 across nodes is not served yet, and says so.
         code, body = http_get(c.url(0, "/some-bucket/key"))
         self.assertEqual(code, 503)

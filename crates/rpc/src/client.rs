@@ -96,6 +96,10 @@ pub struct PeerStats {
     pub connects: u64,
     /// Its clock minus ours at the last hello, in milliseconds.
     pub skew_ms: i64,
+    /// Calls that succeeded, and their summed duration in microseconds
+    /// (their mean latency is the quotient).
+    pub completed: u64,
+    pub latency_us_sum: u64,
 }
 
 struct Slot {
@@ -117,6 +121,8 @@ struct Inner {
     failures: AtomicU64,
     connects: AtomicU64,
     skew_ms: AtomicI64,
+    completed: AtomicU64,
+    latency_us: AtomicU64,
 }
 
 /// Another node, as this node calls it. Cheap to clone (one connection
@@ -169,6 +175,8 @@ impl Peer {
                 failures: AtomicU64::new(0),
                 connects: AtomicU64::new(0),
                 skew_ms: AtomicI64::new(0),
+                completed: AtomicU64::new(0),
+                latency_us: AtomicU64::new(0),
             }),
         }
     }
@@ -195,6 +203,8 @@ impl Peer {
             failures: self.inner.failures.load(Ordering::Relaxed),
             connects: self.inner.connects.load(Ordering::Relaxed),
             skew_ms: self.inner.skew_ms.load(Ordering::Relaxed),
+            completed: self.inner.completed.load(Ordering::Relaxed),
+            latency_us_sum: self.inner.latency_us.load(Ordering::Relaxed),
         }
     }
 
@@ -397,6 +407,7 @@ impl Peer {
         work: impl Future<Output = Result<T, RpcError>>,
     ) -> Result<T, RpcError> {
         self.inner.calls.fetch_add(1, Ordering::Relaxed);
+        let started = std::time::Instant::now();
         let out = match tokio::time::timeout(deadline, work).await {
             Ok(r) => r,
             Err(_) => Err(RpcError::Timeout {
@@ -407,6 +418,10 @@ impl Peer {
         };
         if out.is_err() {
             self.inner.failures.fetch_add(1, Ordering::Relaxed);
+        } else {
+            let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.inner.completed.fetch_add(1, Ordering::Relaxed);
+            self.inner.latency_us.fetch_add(us, Ordering::Relaxed);
         }
         out
     }

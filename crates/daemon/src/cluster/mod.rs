@@ -24,6 +24,7 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rpc::{ClusterKey, Connection, Failure, Gate, Peer, PeerConfig, PeerState, RpcBody, full};
@@ -48,6 +49,7 @@ struct Node {
     raft: Arc<Mutex<RaftView>>,
     nodes: Vec<String>,
     started: SystemTime,
+    metrics_auth: crate::metrics::MetricsAuth,
 }
 
 impl Node {
@@ -76,6 +78,111 @@ impl Node {
         }
         let up = v.voters.iter().filter(|id| self.reachable(**id)).count();
         up > v.voters.len() / 2
+    }
+
+    /// The cluster's metrics in Prometheus's text format: this node's raft
+    /// member and each peer as this node sees it.
+    fn metrics(&self) -> String {
+        use std::fmt::Write as _;
+        let v = self.view();
+        let mut out = String::new();
+        let mut family = |name: &str, kind: &str, help: &str, samples: &[(String, String)]| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for (labels, value) in samples {
+                let _ = writeln!(out, "{name}{labels} {value}");
+            }
+        };
+        let one = |x: u64| vec![(String::new(), x.to_string())];
+        family(
+            "tessera_raft_term",
+            "gauge",
+            "The raft term this node is in.",
+            &one(v.term),
+        );
+        family(
+            "tessera_raft_commit_index",
+            "gauge",
+            "The raft log index known committed.",
+            &one(v.commit),
+        );
+        family(
+            "tessera_raft_applied_index",
+            "gauge",
+            "The raft log index applied to the cluster state.",
+            &one(v.applied),
+        );
+        let leader = self
+            .nodes
+            .get((v.leader as usize).wrapping_sub(1))
+            .map(|n| vec![(format!("{{node=\"{n}\"}}"), "1".to_owned())])
+            .unwrap_or_default();
+        family(
+            "tessera_raft_leader",
+            "gauge",
+            "The leader this node follows (1 on its node label).",
+            &leader,
+        );
+        family(
+            "tessera_cluster_quorum",
+            "gauge",
+            "1 while a reachable leader and a majority of voters answer.",
+            &one(u64::from(self.has_quorum(&v))),
+        );
+        family(
+            "tessera_cluster_members",
+            "gauge",
+            "Nodes recorded in the replicated cluster state.",
+            &one(v.members.len() as u64),
+        );
+        let per_peer = |f: &dyn Fn(&rpc::PeerStats) -> String| {
+            self.peers
+                .iter()
+                .map(|p| (format!("{{peer=\"{}\"}}", p.name()), f(&p.stats())))
+                .collect::<Vec<_>>()
+        };
+        family(
+            "tessera_peer_up",
+            "gauge",
+            "1 while the peer answers the node RPC.",
+            &per_peer(&|s| u8::from(s.state == PeerState::Up).to_string()),
+        );
+        family(
+            "tessera_peer_calls_total",
+            "counter",
+            "Node RPC calls made to the peer.",
+            &per_peer(&|s| s.calls.to_string()),
+        );
+        family(
+            "tessera_peer_call_failures_total",
+            "counter",
+            "Node RPC calls to the peer that failed.",
+            &per_peer(&|s| s.failures.to_string()),
+        );
+        family(
+            "tessera_peer_call_seconds_sum",
+            "counter",
+            "Time spent in node RPC calls to the peer that succeeded.",
+            &per_peer(&|s| format!("{:.6}", s.latency_us_sum as f64 / 1e6)),
+        );
+        family(
+            "tessera_peer_call_seconds_count",
+            "counter",
+            "Node RPC calls to the peer that succeeded.",
+            &per_peer(&|s| s.completed.to_string()),
+        );
+        family(
+            "tessera_peer_connects_total",
+            "counter",
+            "Connections opened to the peer.",
+            &per_peer(&|s| s.connects.to_string()),
+        );
+        family(
+            "tessera_peer_clock_skew_seconds",
+            "gauge",
+            "The peer's clock minus this node's at the last connection.",
+            &per_peer(&|s| format!("{:.3}", s.skew_ms as f64 / 1e3)),
+        );
+        out
     }
 
     fn status(&self) -> serde_json::Value {
@@ -135,6 +242,16 @@ impl Node {
             }
             r
         };
+        if crate::metrics::is_metrics_request(&method, &path) {
+            if let Some(refusal) = self.metrics_auth.check(req.headers()) {
+                return refusal.map(|b| b.boxed());
+            }
+            return respond(
+                StatusCode::OK,
+                "text/plain; version=0.0.4; charset=utf-8",
+                self.metrics(),
+            );
+        }
         match path.as_str() {
             "/tessera/cluster" => respond(
                 StatusCode::OK,
@@ -274,6 +391,14 @@ pub async fn run(
         raft: Arc::clone(&raft_view),
         nodes: nodes.nodes.clone(),
         started: SystemTime::now(),
+        metrics_auth: if cfg.prometheus_public {
+            crate::metrics::MetricsAuth::Public
+        } else {
+            crate::metrics::MetricsAuth::Jwt {
+                access: cfg.credentials.user.clone(),
+                secret: cfg.credentials.password.clone(),
+            }
+        },
     });
     let mut accepts = Vec::new();
     for l in listeners {
