@@ -57,6 +57,10 @@ class Cluster:
                 os.makedirs(f"{self.root}/n{n}/d{d}")
         self.procs = [None] * nodes
 
+    def wrap(self, i):
+        """What node i's command runs under (a network namespace)."""
+        return []
+
     def name(self, i):
         return f"127.0.0.1:{self.ports[i]}"
 
@@ -74,7 +78,8 @@ class Cluster:
             "TESSERA_PROMETHEUS_AUTH_TYPE": "public",
         })
         e.update(env or {})
-        args = [binary(), "server", "--address", self.name(i), *(endpoints or self.endpoints)]
+        args = [*self.wrap(i), binary(), "server", "--address", self.name(i),
+                *(endpoints or self.endpoints)]
         with open(self.log(i), "ab") as log:
             self.procs[i] = subprocess.Popen(
                 args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=e
@@ -249,6 +254,115 @@ class FourNodes(unittest.TestCase):
         self.assertIn("the root credentials are the defaults", c.log_tail(3))
         c.procs[3] = None
         print(f"\nformed in {formed:.1f} s; a new leader {elected:.1f} s after the old one's SIGKILL")
+
+
+def run(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True)
+
+
+class Namespaces:
+    """Network namespaces joined by a bridge, one per node (10.213.N.i),
+    with the test in the root namespace at .254: partitions are blackhole
+    routes between nodes, which leave the test able to reach every node."""
+
+    def __init__(self, nodes):
+        tag = os.getpid() % 10000
+        self.subnet = f"10.213.{os.getpid() % 250}"
+        self.bridge = f"tsb{tag}"
+        self.names = [f"tsr{tag}n{i}" for i in range(nodes)]
+        run("ip", "link", "add", "name", self.bridge, "type", "bridge")
+        run("ip", "addr", "add", f"{self.subnet}.254/24", "dev", self.bridge)
+        run("ip", "link", "set", self.bridge, "up")
+        for i, ns in enumerate(self.names):
+            host, peer = f"tsv{tag}h{i}", f"tsv{tag}n{i}"
+            run("ip", "netns", "add", ns)
+            run("ip", "link", "add", host, "type", "veth", "peer", "name", peer)
+            run("ip", "link", "set", peer, "netns", ns)
+            run("ip", "link", "set", host, "master", self.bridge)
+            run("ip", "link", "set", host, "up")
+            run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{self.ip(i)}/24", "dev", peer)
+            run("ip", "netns", "exec", ns, "ip", "link", "set", peer, "up")
+            run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+
+    def ip(self, i):
+        return f"{self.subnet}.{i + 1}"
+
+    def isolate(self, k, on=True):
+        """Cuts node k from every other node (both ways), or heals it."""
+        verb = "add" if on else "del"
+        for i in range(len(self.names)):
+            if i == k:
+                continue
+            run("ip", "netns", "exec", self.names[k], "ip", "route", verb, "blackhole", f"{self.ip(i)}/32")
+            run("ip", "netns", "exec", self.names[i], "ip", "route", verb, "blackhole", f"{self.ip(k)}/32")
+
+    def cleanup(self):
+        for ns in self.names:
+            run("ip", "netns", "del", ns, check=False)
+        run("ip", "link", "del", self.bridge, check=False)
+
+
+def namespaces_unavailable():
+    if os.geteuid() != 0:
+        return "not root"
+    if shutil.which("ip") is None:
+        return "no `ip` command (iproute2)"
+    probe = f"tsprobe{os.getpid() % 10000}"
+    r = run("ip", "netns", "add", probe, check=False)
+    if r.returncode != 0:
+        return f"ip netns add failed: {r.stderr.strip()}"
+    run("ip", "netns", "del", probe, check=False)
+    return None
+
+
+class Partition(unittest.TestCase):
+    """Four nodes in four network namespaces; the leader is partitioned
+    away: the majority elects another leader, the minority node loses
+    quorum (health 503), and after the partition heals it follows the new
+    leader in its term."""
+
+    def test_partitioned_leader_is_replaced_and_rejoins(self):
+        why = namespaces_unavailable()
+        if why:
+            print(f"\n!!! SKIPPING the network partition test: {why} !!!")
+            self.skipTest(why)
+        net = Namespaces(4)
+        self.addCleanup(net.cleanup)
+        c = Cluster()
+        self.addCleanup(c.cleanup)
+        c.name = lambda i: f"{net.ip(i)}:9000"
+        c.url = lambda i, path: f"http://{net.ip(i)}:9000{path}"
+        c.endpoints = [
+            f"http://{net.ip(n)}:9000{c.root}/n{n + 1}/d{d}" for n in range(4) for d in range(1, 5)
+        ]
+        c.wrap = lambda i: ["ip", "netns", "exec", net.names[i]]
+        for i in range(4):
+            c.start(i)
+        view = c.wait_agreed(range(4), FORM_BOUND_S, "forming in namespaces")
+        leader = next(i for i in range(4) if c.name(i) == view["leader"])
+        rest = [i for i in range(4) if i != leader]
+
+        net.isolate(leader)
+        cut = time.monotonic()
+        after = c.wait_agreed(
+            rest, ELECT_BOUND_S, "electing on the majority side",
+            until=lambda v: v["leader"] != view["leader"],
+        )
+        self.assertGreater(after["term"], view["term"])
+        deadline = time.monotonic() + ELECT_BOUND_S
+        while http_get(c.url(leader, "/minio/health/cluster"))[0] != 503:
+            self.assertLess(time.monotonic(), deadline, "the minority node kept quorum")
+            time.sleep(0.2)
+        minority = time.monotonic() - cut
+
+        net.isolate(leader, on=False)
+        healed = c.wait_agreed(
+            range(4), FORM_BOUND_S, "after the partition heals",
+            until=lambda v: v["term"] >= after["term"],
+        )
+        self.assertEqual(len(healed["members"]), 4)
+        print(f"\npartition: the minority node lost quorum {minority:.1f} s after the cut; "
+              f"leader {healed['leader']} in term {healed['term']} after healing")
 
 
 if __name__ == "__main__":
