@@ -44,6 +44,7 @@
 //! `tracing` under the `raft` target.
 pub mod cluster_state;
 pub mod file_log;
+pub mod locks;
 pub mod logging;
 pub mod mem;
 pub mod replica;
