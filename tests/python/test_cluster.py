@@ -21,6 +21,7 @@ import tempfile
 import time
 import unittest
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from tessera_server import ACCESS_KEY, SECRET_KEY, binary, free_port
@@ -37,6 +38,28 @@ def http_get(url, timeout=5):
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
+
+
+def admin_token():
+    """A bearer token of the root credentials (`tessera prometheus-token`)."""
+    env = dict(os.environ, TESSERA_ROOT_USER=ACCESS_KEY, TESSERA_ROOT_PASSWORD=SECRET_KEY)
+    out = subprocess.run([binary(), "prometheus-token"], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return next(l.split()[-1] for l in out.splitlines() if "bearer_token" in l)
+
+
+def lock_call(url, token, timeout=15, **params):
+    """POST /tessera/cluster/locks with `params`: (status, JSON)."""
+    query = urllib.parse.urlencode(params)
+    req = urllib.request.Request(f"{url}/tessera/cluster/locks?{query}", method="POST",
+                                 headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+    except OSError as e:
+        return 0, {"error": str(e)}
 
 
 class Cluster:
@@ -338,9 +361,31 @@ class Partition(unittest.TestCase):
         c.wrap = lambda i: ["ip", "netns", "exec", net.names[i]]
         for i in range(4):
             c.start(i)
-        view = c.wait_agreed(range(4), FORM_BOUND_S, "forming in namespaces")
+        view = c.wait_agreed(range(4), FORM_BOUND_S, "forming in namespaces",
+                             until=lambda v: True)
         leader = next(i for i in range(4) if c.name(i) == view["leader"])
         rest = [i for i in range(4) if i != leader]
+        token = admin_token()
+
+        # A lease granted by the leader's node (the owner of its resource's
+        # lock partition), taken through another node.
+        via = c.url(rest[0], "")
+        deadline = time.monotonic() + FORM_BOUND_S
+        first = None
+        for k in range(10_000):
+            self.assertLess(time.monotonic(), deadline, "no lease granted by the leader's node")
+            status, got = lock_call(via, token, op="acquire", resource=f"b/obj-{k}", holder="h1",
+                                    ttl_ms=60_000, timeout_ms=2_000)
+            if status != 200:
+                time.sleep(0.2)
+                continue
+            if got["owner_node"] == c.name(leader):
+                first, resource, granted = got, f"b/obj-{k}", time.monotonic()
+                break
+            lock_call(via, token, op="release", owner=got["owner"], resource=f"b/obj-{k}", holder="h1")
+        ttl1 = first["lease"]["ttl_ms"] / 1000
+        # The lease lasts no longer than the owner's confirmed ownership.
+        self.assertLessEqual(ttl1, 5.0)
 
         net.isolate(leader)
         cut = time.monotonic()
@@ -355,14 +400,46 @@ class Partition(unittest.TestCase):
             time.sleep(0.2)
         minority = time.monotonic() - cut
 
+        # The cut-off owner cannot extend the lease past its ownership; the
+        # majority side grants the resource again only after the first
+        # lease ended (the test's clock: sent after its end), with a
+        # greater fence.
+        second = None
+        refresh_failed = None
+        deadline = time.monotonic() + 60
+        while second is None:
+            self.assertLess(time.monotonic(), deadline, "the majority never granted the lease again")
+            if refresh_failed is None:
+                st, _ = lock_call(c.url(leader, ""), token, timeout=2, op="refresh", owner=first["owner"],
+                                  resource=resource, holder="h1", ttl_ms=60_000)
+                if st != 200:
+                    refresh_failed = time.monotonic()
+            sent = time.monotonic()
+            st, got = lock_call(c.url(rest[1], ""), token, op="acquire", resource=resource, holder="h2",
+                                ttl_ms=60_000, timeout_ms=50)
+            if st == 200:
+                second, second_sent = got, sent
+            else:
+                time.sleep(0.1)
+        self.assertNotEqual(second["owner_node"], c.name(leader))
+        self.assertGreaterEqual(second_sent, granted + ttl1,
+                                "a conflicting lease was granted before the first one ended")
+        self.assertIsNotNone(refresh_failed, "the cut-off owner kept extending its lease")
+        self.assertLess(refresh_failed, second_sent)
+        f1, f2 = first["lease"]["fence"], second["lease"]["fence"]
+        self.assertGreater((f2["epoch"], f2["seq"]), (f1["epoch"], f1["seq"]))
+        handover = second_sent - cut
+
         net.isolate(leader, on=False)
         healed = c.wait_agreed(
             range(4), FORM_BOUND_S, "after the partition heals",
             until=lambda v: v["term"] >= after["term"],
         )
         self.assertEqual(len(healed["members"]), 4)
-        print(f"\npartition: the minority node lost quorum {minority:.1f} s after the cut; "
-              f"leader {healed['leader']} in term {healed['term']} after healing")
+        print(f"\npartition: the minority node lost quorum {minority:.1f} s after the cut; its lease "
+              f"({ttl1:.1f} s) could not be extended, the majority granted the resource again "
+              f"{handover:.1f} s after the cut; leader {healed['leader']} in term {healed['term']} "
+              f"after healing")
 
 
 if __name__ == "__main__":

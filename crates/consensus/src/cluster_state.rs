@@ -77,6 +77,15 @@ pub enum Command {
     },
     /// Append a metadata event.
     Event(MetaEvent),
+    /// Install lock-partition assignment `epoch` (`owners[p]` owns
+    /// partition `p`, see [`crate::locks`]) if the current epoch is
+    /// `epoch - 1`.
+    AssignLocks {
+        /// The new epoch.
+        epoch: u64,
+        /// One owner (raft id) per partition.
+        owners: Vec<u64>,
+    },
 }
 
 impl Command {
@@ -111,6 +120,11 @@ pub struct ClusterState {
     events: VecDeque<(u64, MetaEvent)>,
     /// Entries that did not decode (skipped by every replica alike).
     rejected: u64,
+    /// The lock partitions' assignment and its epoch (0: none yet).
+    #[serde(default)]
+    lock_epoch: u64,
+    #[serde(default)]
+    lock_owners: Vec<u64>,
 }
 
 impl ClusterState {
@@ -136,6 +150,11 @@ impl ClusterState {
                 .cloned()
                 .collect(),
         )
+    }
+    /// The lock partitions' owners and the assignment's epoch (0: none
+    /// yet).
+    pub fn lock_assignment(&self) -> (u64, &[u64]) {
+        (self.lock_epoch, &self.lock_owners)
     }
     /// The sequence number the next event will get.
     pub fn next_event_seq(&self) -> u64 {
@@ -166,6 +185,12 @@ impl ClusterState {
                 if version == self.layout_version + 1 {
                     self.layout_version = version;
                     self.layout = blob;
+                }
+            }
+            Command::AssignLocks { epoch, owners } => {
+                if epoch == self.lock_epoch + 1 && owners.len() == crate::locks::PARTITIONS {
+                    self.lock_epoch = epoch;
+                    self.lock_owners = owners;
                 }
             }
             Command::Event(e) => {

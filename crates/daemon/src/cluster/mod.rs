@@ -15,6 +15,7 @@
 //! `ServiceUnavailable` and a message that says so.
 
 mod bootstrap;
+mod locks;
 mod raft_node;
 
 use std::convert::Infallible;
@@ -50,6 +51,8 @@ struct Node {
     nodes: Vec<String>,
     started: SystemTime,
     metrics_auth: crate::metrics::MetricsAuth,
+    admin_auth: crate::metrics::MetricsAuth,
+    locks: Arc<locks::Locks>,
 }
 
 impl Node {
@@ -185,6 +188,176 @@ impl Node {
         out
     }
 
+    /// `POST /tessera/cluster/locks?op=...`: take, refresh or release a
+    /// lease through this node (`op=acquire&resource=&mode=&ttl_ms=&holder=`,
+    /// `op=refresh|release&owner=&resource=&holder=[&ttl_ms=]`), or measure
+    /// the lock service (`op=speedtest&locks=N&concurrency=C`).
+    async fn lock_admin(&self, method: &Method, query: &str) -> (StatusCode, serde_json::Value) {
+        if method != Method::POST {
+            return (
+                StatusCode::METHOD_NOT_ALLOWED,
+                json!({"error": "POST only"}),
+            );
+        }
+        let q: std::collections::HashMap<String, String> = query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| {
+                (
+                    k.to_owned(),
+                    percent_encoding::percent_decode_str(v)
+                        .decode_utf8_lossy()
+                        .into_owned(),
+                )
+            })
+            .collect();
+        let get = |k: &str| q.get(k).map(String::as_str).unwrap_or("");
+        let num = |k: &str, d: u64| get(k).parse().unwrap_or(d);
+        let name = |id: u64| {
+            self.nodes
+                .get((id as usize).wrapping_sub(1))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mode = if get("mode") == "shared" {
+            consensus::locks::Mode::Shared
+        } else {
+            consensus::locks::Mode::Exclusive
+        };
+        match get("op") {
+            "acquire" => {
+                let timeout = Duration::from_millis(num("timeout_ms", 10_000).min(120_000));
+                match self
+                    .locks
+                    .acquire(
+                        get("resource"),
+                        mode,
+                        get("holder"),
+                        num("ttl_ms", 10_000),
+                        timeout,
+                    )
+                    .await
+                {
+                    Ok(t) => (
+                        StatusCode::OK,
+                        json!({"lease": t.lease, "owner": t.owner, "owner_node": name(t.owner)}),
+                    ),
+                    Err(e) => (StatusCode::CONFLICT, json!({"error": e})),
+                }
+            }
+            op @ ("refresh" | "release") => {
+                match self
+                    .locks
+                    .on_owner(
+                        num("owner", 0),
+                        op,
+                        get("resource"),
+                        get("holder"),
+                        num("ttl_ms", 10_000),
+                    )
+                    .await
+                {
+                    Ok(b) => (
+                        StatusCode::OK,
+                        json!({"ok": true, "ttl_ms": String::from_utf8_lossy(&b).parse::<u64>().ok()}),
+                    ),
+                    Err((status, msg)) => (
+                        StatusCode::from_u16(status).unwrap_or(StatusCode::CONFLICT),
+                        json!({"error": msg}),
+                    ),
+                }
+            }
+            "speedtest" => {
+                let n = num("locks", 10_000).clamp(1, 1_000_000) as usize;
+                let c = num("concurrency", 32).clamp(1, 1024) as usize;
+                (StatusCode::OK, self.lock_speedtest(n, c).await)
+            }
+            _ => (
+                StatusCode::BAD_REQUEST,
+                json!({"error": "op is acquire, refresh, release or speedtest"}),
+            ),
+        }
+    }
+
+    /// `n` exclusive lock-and-release cycles on distinct resources, `c` at
+    /// a time, through this node: locks per second and latency, for leases
+    /// this node grants itself and for those another node grants.
+    async fn lock_speedtest(&self, n: usize, c: usize) -> serde_json::Value {
+        let started = std::time::Instant::now();
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let tag = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let workers = (0..c).map(|_| {
+            let locks = Arc::clone(&self.locks);
+            let next = Arc::clone(&next);
+            async move {
+                let mut local = Vec::new();
+                let mut remote = Vec::new();
+                let mut errors = 0u64;
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let resource = format!("speedtest/{tag}/{i}");
+                    let t = std::time::Instant::now();
+                    match locks
+                        .acquire(
+                            &resource,
+                            consensus::locks::Mode::Exclusive,
+                            "speedtest",
+                            10_000,
+                            Duration::from_secs(10),
+                        )
+                        .await
+                    {
+                        Ok(taken) => {
+                            let ok = locks
+                                .on_owner(taken.owner, "release", &resource, "speedtest", 0)
+                                .await
+                                .is_ok();
+                            let us = t.elapsed().as_secs_f64() * 1e6;
+                            if !ok {
+                                errors += 1;
+                            } else if taken.owner == locks.me() {
+                                local.push(us);
+                            } else {
+                                remote.push(us);
+                            }
+                        }
+                        Err(_) => errors += 1,
+                    }
+                }
+                (local, remote, errors)
+            }
+        });
+        let results = futures_join_all(workers.collect()).await;
+        let wall = started.elapsed().as_secs_f64();
+        let (mut local, mut remote, mut errors) = (Vec::new(), Vec::new(), 0);
+        for (l, r, e) in results {
+            local.extend(l);
+            remote.extend(r);
+            errors += e;
+        }
+        let pct = |v: &mut Vec<f64>, p: usize| {
+            if v.is_empty() {
+                return serde_json::Value::Null;
+            }
+            v.sort_by(f64::total_cmp);
+            json!((v[(v.len() - 1) * p / 100] * 10.0).round() / 10.0)
+        };
+        json!({
+            "cycles": n,
+            "concurrency": c,
+            "seconds": wall,
+            "cycles_per_second": (n as f64 - errors as f64) / wall,
+            "errors": errors,
+            "local": {"count": local.len(), "p50_us": pct(&mut local, 50), "p99_us": pct(&mut local, 99)},
+            "remote": {"count": remote.len(), "p50_us": pct(&mut remote, 50), "p99_us": pct(&mut remote, 99)},
+        })
+    }
+
     fn status(&self) -> serde_json::Value {
         let v = self.view();
         let name = |id: u64| {
@@ -220,6 +393,8 @@ impl Node {
                     "connects": s.connects,
                 })
             }).collect::<Vec<_>>(),
+            "lock_epoch": self.locks.epoch(),
+            "locks_held": self.locks.held(),
             "uptime_s": self.started.elapsed().map_or(0, |d| d.as_secs()),
         })
     }
@@ -252,6 +427,15 @@ impl Node {
                 self.metrics(),
             );
         }
+        if path == "/tessera/cluster/locks" {
+            // Root credentials only, whatever the metrics' setting.
+            if let Some(refusal) = self.admin_auth.check(req.headers()) {
+                return refusal.map(|b| b.boxed());
+            }
+            let query = req.uri().query().unwrap_or("").to_owned();
+            let (status, body) = self.lock_admin(&method, &query).await;
+            return respond(status, "application/json", format!("{body:#}\n"));
+        }
         match path.as_str() {
             "/tessera/cluster" => respond(
                 StatusCode::OK,
@@ -281,6 +465,23 @@ impl Node {
             ),
         }
     }
+}
+
+/// Runs the futures concurrently on the runtime and collects their outputs
+/// in order.
+async fn futures_join_all<F>(futures: Vec<F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        if let Ok(v) = h.await {
+            out.push(v);
+        }
+    }
+    out
 }
 
 fn xml_escape(s: &str) -> String {
@@ -340,6 +541,11 @@ pub async fn run(
         parity: cfg.standard_parity,
         format: FORMAT_VERSION,
     };
+    let locks = Arc::new(locks::Locks::new(
+        nodes.me as u64 + 1,
+        consensus::locks::LockConfig::default(),
+        peer_slots.clone(),
+    ));
     let (inbound_tx, inbound_rx) = std::sync::mpsc::sync_channel(INBOUND_QUEUE);
     let mut service = rpc::Service::new(gate);
     let ours = agreement.clone();
@@ -383,6 +589,13 @@ pub async fn run(
         async move { r }
     });
 
+    for op in ["acquire", "refresh", "release"] {
+        let locks = Arc::clone(&locks);
+        service.unary(&format!("lock.{op}"), move |_, body: Bytes| {
+            let r = locks.serve(op, &body);
+            async move { r }
+        });
+    }
     let raft_view = Arc::new(Mutex::new(RaftView::default()));
     let node = Arc::new(Node {
         me: me.clone(),
@@ -391,6 +604,11 @@ pub async fn run(
         raft: Arc::clone(&raft_view),
         nodes: nodes.nodes.clone(),
         started: SystemTime::now(),
+        locks: Arc::clone(&locks),
+        admin_auth: crate::metrics::MetricsAuth::Jwt {
+            access: cfg.credentials.user.clone(),
+            secret: cfg.credentials.password.clone(),
+        },
         metrics_auth: if cfg.prometheus_public {
             crate::metrics::MetricsAuth::Public
         } else {
@@ -428,14 +646,34 @@ pub async fn run(
         .next()
         .ok_or_else(|| ConfigError("this node has no drives".into()))?;
     let dir = first.join(RAFT_DIR);
-    raft_node::start(
-        nodes.me as u64 + 1,
-        &dir,
-        nodes.nodes.clone(),
-        peer_slots,
-        inbound_rx,
-        raft_view,
-    )
+    let live: raft_node::Live = {
+        let peers = peers.clone();
+        let names = nodes.nodes.clone();
+        let me = nodes.me;
+        Arc::new(move || {
+            names
+                .iter()
+                .enumerate()
+                .filter(|(i, n)| {
+                    *i == me
+                        || peers
+                            .iter()
+                            .any(|p| p.name() == n.as_str() && p.state() != PeerState::Down)
+                })
+                .map(|(i, _)| i as u64 + 1)
+                .collect()
+        })
+    };
+    raft_node::start(raft_node::Member {
+        id: nodes.me as u64 + 1,
+        dir,
+        nodes: nodes.nodes.clone(),
+        peers: peer_slots,
+        inbound: inbound_rx,
+        view: raft_view,
+        locks: Arc::clone(&locks),
+        live,
+    })
     .map_err(ConfigError)?;
     notifier.ready("cluster member running");
 

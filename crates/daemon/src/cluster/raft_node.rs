@@ -3,11 +3,11 @@
 //! messages peers send, and hands the messages it emits to one sender task
 //! per peer, which carries them over the node RPC (`raft.step`).
 
-use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use consensus::locks::assign_partitions;
 use consensus::{ClusterState, Command, FileLog, NodeInfo, NodeState, Replica, Timing};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfState, Message};
@@ -24,6 +24,14 @@ const PEER_QUEUE: usize = 1024;
 pub const INBOUND_QUEUE: usize = 4096;
 /// Largest batch of raft messages one RPC call accepts.
 pub const MAX_BATCH_BYTES: usize = 8 << 20;
+/// How often a node confirms its lock partitions (a ReadIndex); well
+/// within the owner lease, so one or two lost confirmations cost nothing.
+const CONFIRM_EVERY: Duration = Duration::from_millis(1000);
+/// How often the leader checks whether lock partitions must move.
+const REASSIGN_EVERY: Duration = Duration::from_secs(2);
+
+/// The raft ids of the nodes this node can reach (itself included).
+pub type Live = Arc<dyn Fn() -> Vec<u64> + Send + Sync>;
 
 /// What the node's member knows, for status and health.
 #[derive(Debug, Clone, Default)]
@@ -79,17 +87,41 @@ pub fn decode_batch(mut data: &[u8]) -> Result<Vec<Message>, String> {
     Ok(out)
 }
 
-/// Starts the member `id` (1-based index of `nodes`) over the log in `dir`.
-/// `peers[i]` calls node `i + 1` (`None` for this node). Returns once the
-/// log is open; the member runs on its own thread from then on.
-pub fn start(
-    id: u64,
-    dir: &Path,
-    nodes: Vec<String>,
-    peers: Vec<Option<Peer>>,
-    inbound: Receiver<Message>,
-    view: Arc<Mutex<RaftView>>,
-) -> Result<(), String> {
+/// What a raft member starts from.
+pub struct Member {
+    /// Its raft id: 1-based index of `nodes`.
+    pub id: u64,
+    /// Where its log lives.
+    pub dir: std::path::PathBuf,
+    /// Every node's name, in endpoint order.
+    pub nodes: Vec<String>,
+    /// `peers[i]` calls node `i + 1` (`None` for this node).
+    pub peers: Vec<Option<Peer>>,
+    /// Messages from the peers.
+    pub inbound: Receiver<Message>,
+    /// Where it shows what it knows.
+    pub view: Arc<Mutex<RaftView>>,
+    /// The node's lock service, which it gives assignments and
+    /// confirmations.
+    pub locks: Arc<super::locks::Locks>,
+    /// The nodes this node can reach.
+    pub live: Live,
+}
+
+/// Starts the member. Returns once the log is open; the member runs on its
+/// own thread from then on.
+pub fn start(m: Member) -> Result<(), String> {
+    let Member {
+        id,
+        dir,
+        nodes,
+        peers,
+        inbound,
+        view,
+        locks,
+        live,
+    } = m;
+    let dir = dir.as_path();
     let log = FileLog::open(dir, initial_conf(nodes.len()))
         .map_err(|e| format!("the raft log in {}: {e}", dir.display()))?;
     let timing = Timing {
@@ -105,6 +137,8 @@ pub fn start(
         .spawn(move || {
             let mut next_tick = Instant::now() + TICK;
             let mut proposed_members = Instant::now() - Duration::from_secs(60);
+            let mut confirmed = Instant::now() - CONFIRM_EVERY;
+            let mut reassigned = Instant::now() - REASSIGN_EVERY;
             loop {
                 let wait = next_tick.saturating_duration_since(Instant::now());
                 match inbound.recv_timeout(wait) {
@@ -145,8 +179,43 @@ pub fn start(
                         }
                     }
                 }
+                // Lock partitions: confirm ownership with a linearizable
+                // read; the leader moves the partitions of unreachable
+                // nodes (the first assignment gives every node its share).
+                if confirmed.elapsed() >= CONFIRM_EVERY {
+                    confirmed = Instant::now();
+                    replica.read_index(locks.now_ms().to_be_bytes().to_vec());
+                }
+                if replica.is_leader() && reassigned.elapsed() >= REASSIGN_EVERY {
+                    reassigned = Instant::now();
+                    let (epoch, current) = replica.state_machine().lock_assignment();
+                    let live_ids = if epoch == 0 {
+                        (1..=nodes.len() as u64).collect()
+                    } else {
+                        live()
+                    };
+                    if let Some(next) = assign_partitions(current, &live_ids) {
+                        let cmd = Command::AssignLocks {
+                            epoch: epoch + 1,
+                            owners: next,
+                        };
+                        if let Err(e) = replica.propose(cmd.encode()) {
+                            tracing::debug!("proposing a lock assignment: {e}");
+                        }
+                    }
+                }
                 match replica.drive() {
                     Ok(out) => {
+                        let (epoch, owners) = replica.state_machine().lock_assignment();
+                        if epoch > locks.epoch() {
+                            tracing::info!(epoch, "lock partitions reassigned");
+                            locks.assign(epoch, owners);
+                        }
+                        for r in &out.reads {
+                            if let Ok(sent) = <[u8; 8]>::try_from(r.ctx.as_slice()) {
+                                locks.confirm(epoch, u64::from_be_bytes(sent));
+                            }
+                        }
                         for m in out.messages {
                             let to = m.to as usize;
                             if let Some(Some(tx)) = outbound.get(to.wrapping_sub(1)) {
