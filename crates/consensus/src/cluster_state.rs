@@ -234,6 +234,33 @@ mod tests {
     }
 
     #[test]
+    fn lock_assignments_are_compare_and_set() {
+        let mut s = ClusterState::default();
+        let owners = vec![1u64; crate::locks::PARTITIONS];
+        let assign = |epoch, owners: &Vec<u64>| {
+            Command::AssignLocks {
+                epoch,
+                owners: owners.clone(),
+            }
+            .encode()
+        };
+        s.apply(1, &assign(2, &owners));
+        assert_eq!(s.lock_assignment().0, 0);
+        s.apply(2, &assign(1, &owners));
+        assert_eq!(s.lock_assignment(), (1, &owners[..]));
+        // Racing proposals of the same epoch: the first wins.
+        let other = vec![2u64; crate::locks::PARTITIONS];
+        s.apply(3, &assign(1, &other));
+        assert_eq!(s.lock_assignment().1, &owners[..]);
+        // A wrong number of partitions is ignored.
+        s.apply(4, &assign(2, &vec![1; 3]));
+        assert_eq!(s.lock_assignment().0, 1);
+        // Survives a snapshot.
+        let back = ClusterState::restore(&s.snapshot()).unwrap();
+        assert_eq!(back.lock_assignment(), (1, &owners[..]));
+    }
+
+    #[test]
     fn layout_is_compare_and_set_and_events_are_numbered() {
         let mut s = ClusterState::default();
         s.apply(
