@@ -279,6 +279,50 @@ class FourNodes(unittest.TestCase):
         print(f"\nformed in {formed:.1f} s; a new leader {elected:.1f} s after the old one's SIGKILL")
 
 
+class TlsNodes(unittest.TestCase):
+    """Four nodes with https endpoints and one certificate (with the
+    loopback address as its name) in each node's certificates directory:
+    the nodes call each other over TLS and form the cluster; a client that
+    trusts the certificate reads the status over https."""
+
+    def test_forms_over_tls(self):
+        if shutil.which("openssl") is None:
+            self.fail("openssl is needed to make the test certificate")
+        c = Cluster()
+        self.addCleanup(c.cleanup)
+        certs = os.path.join(c.root, "certs")
+        os.makedirs(certs)
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+             "-nodes", "-days", "2", "-subj", "/CN=tessera-test",
+             "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:FALSE",
+             "-keyout", os.path.join(certs, "private.key"), "-out", os.path.join(certs, "public.crt")],
+            check=True, capture_output=True,
+        )
+        c.endpoints = [e.replace("http://", "https://") for e in c.endpoints]
+        c.url = lambda i, path: f"https://127.0.0.1:{c.ports[i]}{path}"
+        import ssl
+        ctx = ssl.create_default_context(cafile=os.path.join(certs, "public.crt"))
+        real_get = http_get
+
+        def status(i):
+            try:
+                with urllib.request.urlopen(c.url(i, "/tessera/cluster"), timeout=2, context=ctx) as r:
+                    return json.loads(r.read())
+            except OSError:
+                return None
+
+        c.status = status
+        for i in range(4):
+            c.start(i, env={"TESSERA_CERTS_DIR": certs})
+        view = c.wait_agreed(range(4), FORM_BOUND_S, "forming over TLS")
+        self.assertEqual(len(view["members"]), 4)
+        self.assertTrue(all(p["state"] == "up" for p in view["peers"]))
+        # Plain HTTP is not served on a TLS port.
+        with self.assertRaises(Exception):
+            real_get(f"http://127.0.0.1:{c.ports[0]}/tessera/cluster", timeout=2)
+
+
 def run(*args, check=True):
     return subprocess.run(args, check=check, capture_output=True, text=True)
 

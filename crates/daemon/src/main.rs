@@ -162,7 +162,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         .collect();
 
     if let Some(nodes) = cfg.drives.cluster.clone() {
-        return cluster::run(&cfg, nodes, listeners, tls.is_some(), &notifier).await;
+        return cluster::run(&cfg, nodes, listeners, tls.clone(), &notifier).await;
     }
 
     notifier.status("opening drives");

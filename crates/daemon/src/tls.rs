@@ -77,6 +77,35 @@ pub fn load_pair(dir: &Path) -> Result<CertifiedKey, String> {
     })
 }
 
+/// The TLS client configuration a cluster node calls its peers with: it
+/// trusts the certificates of `CAs/` and this node's own `public.crt` chain
+/// (a cluster often shares one certificate, or one CA, across its nodes),
+/// and speaks HTTP/2.
+pub fn node_client_config(dir: &Path) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let mut pems = vec![dir.join(PUBLIC_CERT)];
+    if let Ok(entries) = std::fs::read_dir(dir.join(CAS_DIR)) {
+        pems.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+    }
+    for path in pems {
+        let pem = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        for cert in CertificateDer::pem_slice_iter(&pem) {
+            let cert =
+                cert.map_err(|e| format!("{}: not a PEM certificate: {e}", path.display()))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("{}: not a usable trust anchor: {e}", path.display()))?;
+        }
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS configuration: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}
+
 /// Counts the certificates of `CAs/` (each file may hold several), failing
 /// on a file that is not PEM.
 fn load_cas(dir: &Path) -> Result<usize, String> {

@@ -495,16 +495,18 @@ pub async fn run(
     cfg: &ServerConfig,
     nodes: ClusterNodes,
     listeners: Vec<TcpListener>,
-    tls: bool,
+    tls: Option<Arc<crate::tls::TlsState>>,
     notifier: &Notifier,
 ) -> Result<ExitCode, ConfigError> {
-    if tls {
-        return Err(ConfigError(
-            "TLS between the nodes of a cluster is not available in this release: start a \
-             multi-node deployment over http"
-                .into(),
-        ));
-    }
+    // With TLS on the S3 port, the nodes call each other over TLS too,
+    // trusting the certificates directory's CAs and this node's own.
+    let connector = match &tls {
+        Some(t) => Some(tokio_rustls::TlsConnector::from(
+            crate::tls::node_client_config(&t.dir)
+                .map_err(|e| ConfigError(format!("TLS to the other nodes: {e}")))?,
+        )),
+        None => None,
+    };
     let key = |what| {
         ClusterKey::derive(&cfg.credentials.user, &cfg.credentials.password)
             .map_err(|e| ConfigError(format!("{what}: {e}")))
@@ -523,12 +525,20 @@ pub async fn run(
             peer_slots.push(None);
             continue;
         }
+        let mut cfg_i = peer_cfg.clone();
+        if let Some(c) = &connector {
+            let host = name.rsplit_once(':').map_or(name.as_str(), |(h, _)| h);
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let server_name = rustls::pki_types::ServerName::try_from(host.to_owned())
+                .map_err(|e| ConfigError(format!("node {name}: not a TLS server name: {e}")))?;
+            cfg_i.tls = Some((c.clone(), server_name));
+        }
         let p = Peer::new(
             me.clone(),
             name.clone(),
             name.clone(),
             Arc::clone(&peer_key),
-            peer_cfg.clone(),
+            cfg_i,
         );
         p.spawn_monitor();
         peer_slots.push(Some(p.clone()));
@@ -620,7 +630,10 @@ pub async fn run(
     });
     let mut accepts = Vec::new();
     for l in listeners {
-        accepts.push(tokio::spawn(accept_loop(l, Arc::clone(&node))));
+        let acceptor = tls
+            .as_ref()
+            .map(|t| tokio_rustls::TlsAcceptor::from(t.config.clone()));
+        accepts.push(tokio::spawn(accept_loop(l, Arc::clone(&node), acceptor)));
     }
     tracing::info!(
         node = %me,
@@ -691,7 +704,11 @@ pub async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn accept_loop(listener: TcpListener, node: Arc<Node>) {
+async fn accept_loop(
+    listener: TcpListener,
+    node: Arc<Node>,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+) {
     loop {
         let (sock, _) = match listener.accept().await {
             Ok(c) => c,
@@ -703,28 +720,46 @@ async fn accept_loop(listener: TcpListener, node: Arc<Node>) {
         };
         let _ = sock.set_nodelay(true);
         let node = Arc::clone(&node);
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            let conn = Arc::new(Connection::default());
-            let svc = hyper::service::service_fn(move |req| {
-                let node = Arc::clone(&node);
-                let conn = Arc::clone(&conn);
-                async move { Ok::<_, Infallible>(node.handle(&conn, req).await) }
-            });
-            let mut b = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            b.http1()
-                .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(30));
-            b.http2()
-                .timer(TokioTimer::new())
-                .initial_stream_window_size(rpc::STREAM_WINDOW)
-                .initial_connection_window_size(rpc::CONN_WINDOW)
-                .max_frame_size(rpc::MAX_FRAME)
-                .max_concurrent_streams(rpc::MAX_STREAMS)
-                .keep_alive_interval(Some(Duration::from_secs(5)))
-                .keep_alive_timeout(Duration::from_secs(10));
-            if let Err(e) = b.serve_connection(TokioIo::new(sock), svc).await {
-                tracing::debug!("cluster connection: {e}");
+            match acceptor {
+                Some(a) => {
+                    match tokio::time::timeout(Duration::from_secs(10), a.accept(sock)).await {
+                        Ok(Ok(tls)) => serve(tls, node).await,
+                        Ok(Err(e)) => tracing::debug!("cluster TLS handshake: {e}"),
+                        Err(_) => tracing::debug!("cluster TLS handshake timed out"),
+                    }
+                }
+                None => serve(sock, node).await,
             }
         });
+    }
+}
+
+/// Serves one connection (HTTP/1.1 or HTTP/2) until it closes.
+async fn serve<I>(io: I, node: Arc<Node>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = Arc::new(Connection::default());
+    let svc = hyper::service::service_fn(move |req| {
+        let node = Arc::clone(&node);
+        let conn = Arc::clone(&conn);
+        async move { Ok::<_, Infallible>(node.handle(&conn, req).await) }
+    });
+    let mut b = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    b.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(30));
+    b.http2()
+        .timer(TokioTimer::new())
+        .initial_stream_window_size(rpc::STREAM_WINDOW)
+        .initial_connection_window_size(rpc::CONN_WINDOW)
+        .max_frame_size(rpc::MAX_FRAME)
+        .max_concurrent_streams(rpc::MAX_STREAMS)
+        .keep_alive_interval(Some(Duration::from_secs(5)))
+        .keep_alive_timeout(Duration::from_secs(10));
+    if let Err(e) = b.serve_connection(TokioIo::new(io), svc).await {
+        tracing::debug!("cluster connection: {e}");
     }
 }
