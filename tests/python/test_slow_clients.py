@@ -18,6 +18,23 @@ from s3util import client, signed_headers
 from tessera_server import TesseraServer
 
 
+def wait_for_free_slots(test, u, bound=20):
+    """Waits until the server at `u` (a split URL) serves no S3 request:
+    tessera_s3_requests_active is 0. Metrics requests are answered before
+    the S3 layer and take no slot."""
+    deadline = time.monotonic() + bound
+    while True:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        conn.request("GET", "/tessera/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        active = [l for l in text.splitlines() if l.startswith("tessera_s3_requests_active")]
+        if active and float(active[0].split()[-1]) == 0:
+            return
+        test.assertLess(time.monotonic(), deadline, active)
+        time.sleep(0.1)
+
+
 class TrickledBodies(unittest.TestCase):
     def test_trickled_bodies_lose_their_slots(self):
         server = TesseraServer(env={
@@ -127,19 +144,7 @@ class NonReadingClients(unittest.TestCase):
             self.assertEqual(s3.get_object(Bucket="stuck", Key="small")["Body"].read(), b"served")
             waited = time.monotonic() - started
             # Every slot comes free while the clients still read nothing.
-            deadline = time.monotonic() + 20
-            while True:
-                conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
-                conn.request("GET", "/tessera/metrics")
-                text = conn.getresponse().read().decode()
-                conn.close()
-                active = [l for l in text.splitlines() if l.startswith("tessera_s3_requests_active")]
-                # Metrics requests are answered before the S3 layer and
-                # take no slot.
-                if active and float(active[0].split()[-1]) == 0:
-                    break
-                self.assertLess(time.monotonic(), deadline, active)
-                time.sleep(0.1)
+            wait_for_free_slots(self, u)
             # Each stalled connection was closed: what it holds ends before
             # the object's end.
             for s in socks:
@@ -292,17 +297,7 @@ class H2StreamsWithoutWindow(unittest.TestCase):
             self.assertEqual(s3.get_object(Bucket="windowless", Key="small")["Body"].read(), b"served")
             waited = time.monotonic() - started
             # Every slot comes free while the streams still have no window.
-            deadline = time.monotonic() + 20
-            while True:
-                metrics = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
-                metrics.request("GET", "/tessera/metrics")
-                text = metrics.getresponse().read().decode()
-                metrics.close()
-                active = [l for l in text.splitlines() if l.startswith("tessera_s3_requests_active")]
-                if active and float(active[0].split()[-1]) == 0:
-                    break
-                self.assertLess(time.monotonic(), deadline, active)
-                time.sleep(0.1)
+            wait_for_free_slots(self, u)
             for sid in streams:
                 self.assertEqual(received[sid], 0)
                 self.assertIn("ResponseReceived", events[sid])

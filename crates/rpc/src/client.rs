@@ -437,15 +437,7 @@ impl Peer {
     ) -> Result<Bytes, RpcError> {
         let deadline = deadline.unwrap_or(self.inner.cfg.call_timeout);
         self.counted(method, deadline, async {
-            let mut send = self.sender().await?;
-            let req = self.request(method, full(body), deadline)?;
-            let resp = send
-                .send_request(req)
-                .await
-                .map_err(|e| self.broken(method, e.to_string()))?;
-            if resp.status() != StatusCode::OK {
-                return Err(self.remote(method, resp).await);
-            }
+            let resp = self.send(method, full(body), deadline).await?;
             resp.into_body()
                 .collect()
                 .await
@@ -453,6 +445,25 @@ impl Peer {
                 .map_err(|e| self.broken(method, e.to_string()))
         })
         .await
+    }
+
+    /// Sends one call on the connection; its answer's head when 200.
+    async fn send(
+        &self,
+        method: &str,
+        body: RpcBody,
+        deadline: Duration,
+    ) -> Result<Response<Incoming>, RpcError> {
+        let mut send = self.sender().await?;
+        let req = self.request(method, body, deadline)?;
+        let resp = send
+            .send_request(req)
+            .await
+            .map_err(|e| self.broken(method, e.to_string()))?;
+        if resp.status() != StatusCode::OK {
+            return Err(self.remote(method, resp).await);
+        }
+        Ok(resp)
     }
 
     /// A streaming call: `body` streams to `method` under flow control; the
@@ -465,19 +476,8 @@ impl Peer {
         deadline: Option<Duration>,
     ) -> Result<Response<Incoming>, RpcError> {
         let deadline = deadline.unwrap_or(self.inner.cfg.call_timeout);
-        self.counted(method, deadline, async {
-            let mut send = self.sender().await?;
-            let req = self.request(method, body, deadline)?;
-            let resp = send
-                .send_request(req)
-                .await
-                .map_err(|e| self.broken(method, e.to_string()))?;
-            if resp.status() != StatusCode::OK {
-                return Err(self.remote(method, resp).await);
-            }
-            Ok(resp)
-        })
-        .await
+        self.counted(method, deadline, self.send(method, body, deadline))
+            .await
     }
 
     /// Watches the peer: every ping interval, notices a connection the

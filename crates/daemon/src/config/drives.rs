@@ -107,7 +107,11 @@ pub fn drives(
             placement::choose_set_drive_count(n, None, None).ok()
         }
     };
-    let set_drive_count = if set_sizes.windows(2).all(|w| w[0] == w[1]) {
+    let set_drive_count = if cluster.is_some() {
+        // The erasure sets span nodes: the set size is the layout's, not
+        // what this node's own drives would give.
+        set_sizes.first().copied()
+    } else if set_sizes.windows(2).all(|w| w[0] == w[1]) {
         set_sizes.first().copied()
     } else if pools
         .iter()
@@ -122,25 +126,8 @@ pub fn drives(
              every pool"
         ));
     };
-    if cluster.is_some() {
-        // The erasure sets span nodes: the set size is the layout's, not
-        // what this node's own drives would give.
-        return Ok(Drives {
-            pools,
-            pool_args: topology
-                .pools()
-                .iter()
-                .map(|p| p.cmdline().to_owned())
-                .collect(),
-            set_drive_count: set_sizes.first().copied(),
-            set_sizes,
-            https_urls: all
-                .iter()
-                .any(|e| e.scheme() == Some(placement::Scheme::Https)),
-            cluster,
-        });
-    }
-    if topology.style() == DeploymentStyle::SingleDrive && pools[0].len() != 1 {
+    if cluster.is_none() && topology.style() == DeploymentStyle::SingleDrive && pools[0].len() != 1
+    {
         return err("a single-drive deployment has exactly one drive");
     }
     Ok(Drives {
@@ -155,7 +142,7 @@ pub fn drives(
         https_urls: all
             .iter()
             .any(|e| e.scheme() == Some(placement::Scheme::Https)),
-        cluster: None,
+        cluster,
     })
 }
 
