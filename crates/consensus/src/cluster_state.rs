@@ -223,6 +223,15 @@ impl StateMachine for ClusterState {
     fn applied_index(&self) -> u64 {
         self.applied
     }
+    fn snapshot(&self) -> Vec<u8> {
+        ClusterState::snapshot(self)
+    }
+    fn restore(&mut self, index: u64, data: &[u8]) -> Result<(), String> {
+        let mut state = ClusterState::restore(data).map_err(|e| e.to_string())?;
+        state.applied = index;
+        *self = state;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -7,10 +7,15 @@
 //! - `state`: `[crc32][len hs][HardState][len cs][ConfState][conf index]`,
 //!   replaced by write-temp, fsync, rename, fsync of the directory.
 //!
-//! On open the log is replayed; a torn or corrupt tail (short record, bad
-//! CRC, an entry that does not continue the log) ends the log there and the
-//! file is truncated to the last whole record. Snapshots and compaction are
-//! not implemented yet: the log grows until they are.
+//! - `snapshot`: `[crc32][Snapshot protobuf]` (metadata and the state
+//!   machine's data), replaced like `state`. Compaction writes it, then
+//!   rewrites `log` with the entries after it (write-temp, fsync, rename);
+//!   a crash between the two leaves entries the snapshot covers, which the
+//!   replay skips.
+//!
+//! On open the snapshot is loaded and the log replayed; a torn or corrupt
+//! tail (short record, bad CRC, an entry that does not continue the log)
+//! ends the log there and the file is truncated to the last whole record.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -73,6 +78,22 @@ impl FileLog {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let state_path = dir.join("state");
         let mem = MemLog::new(initial);
+        let snap_path = dir.join("snapshot");
+        match std::fs::read(&snap_path) {
+            Ok(bytes) => {
+                let snap = decode_snapshot(&bytes).ok_or(FileLogError::CorruptState {
+                    path: snap_path.clone(),
+                    why: "bad snapshot record",
+                })?;
+                mem.load_snapshot(snap)
+                    .map_err(|_| FileLogError::CorruptState {
+                        path: snap_path.clone(),
+                        why: "the snapshot does not install",
+                    })?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&snap_path)(e)),
+        }
         match std::fs::read(&state_path) {
             Ok(bytes) => {
                 let (hs, cs, idx) = decode_state(&bytes).ok_or(FileLogError::CorruptState {
@@ -83,6 +104,16 @@ impl FileLog {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&state_path)(e)),
+        }
+        // A crash between installing a leader's snapshot and writing the
+        // state leaves a state older than the snapshot: the snapshot's
+        // commit and configuration stand.
+        let meta = mem.latest_snapshot().get_metadata().clone();
+        let (mut hs, _, _) = mem.state();
+        if hs.commit < meta.index {
+            hs.commit = meta.index;
+            hs.term = hs.term.max(meta.term);
+            mem.restore_state(hs, meta.get_conf_state().clone(), meta.index);
         }
         let log_path = dir.join("log");
         let mut file = OpenOptions::new()
@@ -125,13 +156,53 @@ impl FileLog {
     fn write_state(&self) -> std::io::Result<()> {
         let (hs, cs, idx) = self.mem.state();
         let bytes = encode_state(&hs, &cs, idx)?;
-        let tmp = self.dir.join("state.tmp");
+        self.replace("state", &bytes)
+    }
+
+    /// Replaces file `name` with `bytes`: write-temp, fsync, rename, fsync
+    /// of the directory.
+    fn replace(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let tmp = self.dir.join(format!("{name}.tmp"));
         let mut f = File::create(&tmp)?;
-        f.write_all(&bytes)?;
+        f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, self.dir.join("state"))?;
+        std::fs::rename(&tmp, self.dir.join(name))?;
         File::open(&self.dir)?.sync_all()
     }
+
+    /// Writes `snap` durably, then replaces the log with `entries` (those
+    /// after the snapshot) and appends to the new file from then on.
+    fn write_snapshot(&self, snap: &Snapshot, entries: &[Entry]) -> std::io::Result<()> {
+        let body = snap.write_to_bytes().map_err(std::io::Error::other)?;
+        let mut rec = crc32fast::hash(&body).to_le_bytes().to_vec();
+        rec.extend_from_slice(&body);
+        self.replace("snapshot", &rec)?;
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        self.replace("log", &records(entries)?)?;
+        let log_path = self.dir.join("log");
+        *log = OpenOptions::new().read(true).append(true).open(&log_path)?;
+        Ok(())
+    }
+}
+
+/// Entries as log records.
+fn records(entries: &[Entry]) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    for e in entries {
+        let body = e.write_to_bytes().map_err(std::io::Error::other)?;
+        buf.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        buf.extend_from_slice(&body);
+    }
+    Ok(buf)
+}
+
+fn decode_snapshot(bytes: &[u8]) -> Option<Snapshot> {
+    let (crc, body) = bytes.split_at_checked(4)?;
+    if crc32fast::hash(body).to_le_bytes() != crc {
+        return None;
+    }
+    Snapshot::parse_from_bytes(body).ok()
 }
 
 /// Replay records into `mem`; returns the length of the valid prefix.
@@ -151,6 +222,12 @@ fn replay(bytes: &[u8], mem: &MemLog) -> usize {
         let Ok(entry) = Entry::parse_from_bytes(body) else {
             break;
         };
+        // Entries a snapshot covers (left by a crash between writing the
+        // snapshot and rewriting the log) are skipped.
+        if mem.first_index().is_ok_and(|first| entry.index < first) {
+            at += 8 + len;
+            continue;
+        }
         if !mem.continues(&entry) || mem.append(std::slice::from_ref(&entry)).is_err() {
             break;
         }
@@ -226,13 +303,7 @@ impl LogStore for FileLog {
         if entries.is_empty() {
             return Ok(());
         }
-        let mut buf = Vec::new();
-        for e in entries {
-            let body = e.write_to_bytes()?;
-            buf.extend_from_slice(&(body.len() as u32).to_le_bytes());
-            buf.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-            buf.extend_from_slice(&body);
-        }
+        let buf = records(entries)?;
         {
             let mut f = self.log.lock().unwrap_or_else(|p| p.into_inner());
             f.write_all(&buf)?;
@@ -255,11 +326,19 @@ impl LogStore for FileLog {
     fn conf_state_index(&self) -> u64 {
         self.mem.conf_state_index()
     }
-    fn apply_snapshot(&self, _snap: Snapshot) -> raft::Result<()> {
-        // No snapshots are produced yet (no compaction), so a leader never
-        // sends one; refuse rather than lose the log.
-        Err(raft::Error::Store(
-            raft::StorageError::SnapshotTemporarilyUnavailable,
-        ))
+    fn apply_snapshot(&self, snap: Snapshot) -> raft::Result<()> {
+        // A leader's snapshot replaces the whole log.
+        self.write_snapshot(&snap, &[])?;
+        self.mem.apply_snapshot(snap)?;
+        Ok(self.write_state()?)
+    }
+    fn compact(&self, snap: Snapshot) -> raft::Result<()> {
+        let index = snap.get_metadata().index;
+        if index <= self.mem.latest_snapshot().get_metadata().index {
+            return Ok(());
+        }
+        let keep = self.mem.entries_after(index)?;
+        self.write_snapshot(&snap, &keep)?;
+        self.mem.compact(snap)
     }
 }

@@ -28,12 +28,23 @@
 //! replaced by write-temp, fsync, rename; a torn tail is cut on open.
 //! [`MemLog`] is the in-memory store for tests and the simulation.
 //!
+//! # Snapshots and compaction
+//! [`Replica::compact`] replaces the applied log with the state machine's
+//! snapshot ([`StateMachine::snapshot`]) once it holds a threshold of
+//! entries; [`FileLog`] writes the snapshot durably before it rewrites the
+//! log without the entries it covers. A follower behind the compacted log
+//! is sent the snapshot and restores from it
+//! ([`StateMachine::restore`]); so does a replica restarting over a
+//! compacted store. A snapshot message that gets no answer within three
+//! election timeouts is reported failed, so the leader sends it again.
+//!
 //! # Invariants (checked by the simulation in `tests/sim.rs`)
 //! At most one leader per term; a committed entry is never lost or changed;
 //! every replica applies the same sequence, without gaps, each proposal at
 //! most once; a ReadIndex read observes every write committed before it
 //! was issued; after faults heal, a leader is elected and a new proposal is
-//! applied everywhere; a voter is replaced through joint consensus.
+//! applied everywhere; a voter is replaced through joint consensus; with
+//! replicas compacting at random, snapshots are taken and installed.
 //!
 //! # Membership
 //! A removed member's leader steps down when it applies its removal (raft-rs

@@ -2,8 +2,8 @@
 //! use. "Durable" here means surviving a rebuilt [`crate::Replica`] (clones
 //! share the data), not a process exit.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use raft::eraftpb::{Entry, HardState, Snapshot};
 use raft::prelude::ConfState;
@@ -12,11 +12,13 @@ use raft::{GetEntriesContext, RaftState, Storage};
 
 use crate::replica::LogStore;
 
-/// raft-rs's `MemStorage` plus the index of the stored conf state.
+/// raft-rs's `MemStorage` plus the index of the stored conf state and the
+/// latest snapshot with its data (`MemStorage` keeps only its metadata).
 #[derive(Clone, Default)]
 pub struct MemLog {
     inner: MemStorage,
     conf_index: Arc<AtomicU64>,
+    snap: Arc<Mutex<Snapshot>>,
 }
 
 impl MemLog {
@@ -25,6 +27,7 @@ impl MemLog {
         MemLog {
             inner: MemStorage::new_with_conf_state(cs),
             conf_index: Arc::default(),
+            snap: Arc::default(),
         }
     }
     /// Whether `e` continues (or overwrites a suffix of) this log, which
@@ -59,6 +62,26 @@ impl MemLog {
     pub fn hard_state(&self) -> HardState {
         self.inner.rl().hard_state().clone()
     }
+    /// The latest snapshot (empty before the first).
+    pub fn latest_snapshot(&self) -> Snapshot {
+        self.snap.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    /// Installs a snapshot the store already holds (on open): the log
+    /// starts after it.
+    pub fn load_snapshot(&self, snap: Snapshot) -> raft::Result<()> {
+        self.inner.wl().apply_snapshot(snap.clone())?;
+        *self.snap.lock().unwrap_or_else(|e| e.into_inner()) = snap;
+        Ok(())
+    }
+    /// The entries after `index` (for rewriting a compacted log).
+    pub fn entries_after(&self, index: u64) -> raft::Result<Vec<Entry>> {
+        let last = self.inner.last_index()?;
+        if index >= last {
+            return Ok(Vec::new());
+        }
+        self.inner
+            .entries(index + 1, last + 1, None, GetEntriesContext::empty(false))
+    }
 }
 
 impl Storage for MemLog {
@@ -83,8 +106,11 @@ impl Storage for MemLog {
     fn last_index(&self) -> raft::Result<u64> {
         self.inner.last_index()
     }
-    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
-        self.inner.snapshot(request_index, to)
+    fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+        // The latest snapshot taken (with the state machine's data); raft
+        // asks for one only for a follower behind the compacted log, which
+        // this one covers.
+        Ok(self.latest_snapshot())
     }
 }
 
@@ -110,8 +136,30 @@ impl LogStore for MemLog {
     }
     fn apply_snapshot(&self, snap: Snapshot) -> raft::Result<()> {
         let index = snap.get_metadata().index;
-        self.inner.wl().apply_snapshot(snap)?;
+        self.inner.wl().apply_snapshot(snap.clone())?;
+        *self.snap.lock().unwrap_or_else(|e| e.into_inner()) = snap;
         self.conf_index.store(index, Ordering::SeqCst);
+        Ok(())
+    }
+    fn compact(&self, snap: Snapshot) -> raft::Result<()> {
+        let index = snap.get_metadata().index;
+        if index <= self.latest_snapshot().get_metadata().index {
+            return Ok(());
+        }
+        // MemStorage's own compaction forgets the term of the last entry
+        // it drops, which raft needs: install the snapshot (which records
+        // it), then put back what follows it, the hard state and the
+        // current configuration.
+        let keep = self.entries_after(index)?;
+        let (hs, cs, conf_index) = self.state();
+        let mut core = self.inner.wl();
+        core.apply_snapshot(snap.clone())?;
+        core.set_hardstate(hs);
+        core.set_conf_state(cs);
+        core.append(&keep)?;
+        drop(core);
+        self.conf_index.store(conf_index, Ordering::SeqCst);
+        *self.snap.lock().unwrap_or_else(|e| e.into_inner()) = snap;
         Ok(())
     }
 }

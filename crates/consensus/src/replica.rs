@@ -14,6 +14,14 @@ pub enum ConsensusError {
     /// raft-rs refused an input or its storage failed.
     #[error("raft: {0}")]
     Raft(#[from] raft::Error),
+    /// A snapshot's state does not restore.
+    #[error("the snapshot at index {index} does not restore: {why}")]
+    Restore {
+        /// Its index.
+        index: u64,
+        /// Why.
+        why: String,
+    },
     /// A committed conf change could not be decoded.
     #[error("committed conf change at index {index} does not decode: {source}")]
     ConfChangeDecode {
@@ -43,6 +51,10 @@ pub trait LogStore: Storage {
     fn conf_state_index(&self) -> u64;
     /// Replace the log with a snapshot received from the leader.
     fn apply_snapshot(&self, snap: Snapshot) -> raft::Result<()>;
+    /// Keep `snap` (with its data) as the latest snapshot, durably, and
+    /// drop the log entries it covers. What [`Storage::snapshot`] returns
+    /// from then on.
+    fn compact(&self, snap: Snapshot) -> raft::Result<()>;
 }
 
 /// What the replicated state machine sees: committed entries, in log order,
@@ -54,6 +66,10 @@ pub trait StateMachine {
     fn applied_index(&self) -> u64;
     /// A committed membership change took effect.
     fn on_conf_change(&mut self, _index: u64, _cs: &ConfState) {}
+    /// The state as bytes, for a snapshot at [`StateMachine::applied_index`].
+    fn snapshot(&self) -> Vec<u8>;
+    /// Replace the state with a snapshot's (taken at `index`).
+    fn restore(&mut self, index: u64, data: &[u8]) -> Result<(), String>;
 }
 
 /// A linearizable read that may now be served: the state machine has
@@ -102,12 +118,25 @@ pub struct Replica<S: LogStore, M: StateMachine> {
     node: RawNode<S>,
     sm: M,
     pending_reads: Vec<ReadReady>,
+    /// Snapshots sent, with the ticks left before one still unacknowledged
+    /// is reported failed (a lost snapshot message would otherwise leave
+    /// its follower waiting for ever).
+    snapshots_sent: Vec<(u64, usize)>,
+    election_tick: usize,
 }
 
 impl<S: LogStore, M: StateMachine> Replica<S, M> {
     /// Start (or restart) the member `id` over `store`, which holds whatever
     /// was persisted before; `sm` resumes after its own applied index.
-    pub fn new(id: u64, store: S, sm: M, timing: Timing) -> Result<Self, ConsensusError> {
+    pub fn new(id: u64, store: S, mut sm: M, timing: Timing) -> Result<Self, ConsensusError> {
+        // A compacted log starts from its snapshot: the state machine
+        // resumes from it, not from entries that are gone.
+        let snap = store.snapshot(0, id)?;
+        let at = snap.get_metadata().index;
+        if at > sm.applied_index() {
+            sm.restore(at, snap.get_data())
+                .map_err(|why| ConsensusError::Restore { index: at, why })?;
+        }
         let cfg = Config {
             id,
             heartbeat_tick: timing.heartbeat_tick,
@@ -127,6 +156,8 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
             node,
             sm,
             pending_reads: Vec::new(),
+            snapshots_sent: Vec::new(),
+            election_tick: timing.election_tick,
         })
     }
 
@@ -166,6 +197,25 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
     /// One tick of logical time.
     pub fn tick(&mut self) {
         self.node.tick();
+        let mut expired = Vec::new();
+        self.snapshots_sent.retain_mut(|(to, left)| {
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                expired.push(*to);
+            }
+            *left > 0
+        });
+        for to in expired {
+            let waiting = self
+                .node
+                .raft
+                .prs()
+                .get(to)
+                .is_some_and(|p| p.state == raft::ProgressState::Snapshot);
+            if self.is_leader() && waiting {
+                self.node.report_snapshot(to, raft::SnapshotStatus::Failure);
+            }
+        }
     }
     /// A message from a peer. Messages that raft rejects (stale or for
     /// another configuration) are dropped and reported as an error.
@@ -204,8 +254,18 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
         // A leader's messages may leave before its own log is persisted
         // (raft thesis 10.2.1); a follower's are in persisted_messages.
         out.messages.extend(rd.take_messages());
+        for m in &out.messages {
+            if m.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
+                self.snapshots_sent.push((m.to, 3 * self.election_tick));
+            }
+        }
         if !rd.snapshot().is_empty() {
-            self.node.store().apply_snapshot(rd.snapshot().clone())?;
+            let snap = rd.snapshot().clone();
+            let at = snap.get_metadata().index;
+            self.node.store().apply_snapshot(snap.clone())?;
+            self.sm
+                .restore(at, snap.get_data())
+                .map_err(|why| ConsensusError::Restore { index: at, why })?;
         }
         for rs in rd.take_read_states() {
             self.pending_reads.push(ReadReady {
@@ -234,6 +294,26 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
         self.node.advance_apply();
         self.release_reads(&mut out);
         Ok(out)
+    }
+
+    /// Compacts the log once it holds `threshold` applied entries: the
+    /// state machine's snapshot at its applied index replaces them (a
+    /// follower further behind is sent the snapshot). Returns whether it
+    /// compacted.
+    pub fn compact(&mut self, threshold: u64) -> Result<bool, ConsensusError> {
+        let applied = self.sm.applied_index();
+        let first = self.node.store().first_index()?;
+        if applied < first || applied - first + 1 < threshold.max(1) {
+            return Ok(false);
+        }
+        let mut snap = Snapshot::default();
+        snap.set_data(self.sm.snapshot().into());
+        let meta = snap.mut_metadata();
+        meta.index = applied;
+        meta.term = self.node.store().term(applied)?;
+        meta.set_conf_state(self.conf_state());
+        self.node.store().compact(snap)?;
+        Ok(true)
     }
 
     fn release_reads(&mut self, out: &mut Output) {
@@ -332,6 +412,13 @@ mod tests {
         }
         fn applied_index(&self) -> u64 {
             self.1
+        }
+        fn snapshot(&self) -> Vec<u8> {
+            Vec::new()
+        }
+        fn restore(&mut self, index: u64, _data: &[u8]) -> Result<(), String> {
+            self.1 = index;
+            Ok(())
         }
     }
 

@@ -15,6 +15,24 @@ impl StateMachine for Log {
     fn applied_index(&self) -> u64 {
         self.1
     }
+    fn snapshot(&self) -> Vec<u8> {
+        // The payloads applied, one per line (the tests' payloads have no
+        // newline).
+        self.0
+            .iter()
+            .map(|e| e.1.clone())
+            .collect::<Vec<_>>()
+            .join(&b'\n')
+    }
+    fn restore(&mut self, index: u64, data: &[u8]) -> Result<(), String> {
+        self.0 = data
+            .split(|b| *b == b'\n')
+            .enumerate()
+            .map(|(i, d)| (i as u64 + 1, d.to_vec()))
+            .collect();
+        self.1 = index;
+        Ok(())
+    }
 }
 
 fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
@@ -156,4 +174,80 @@ fn damaged_state_or_a_commit_beyond_the_log_is_a_typed_error() {
     assert!(matches!(err, FileLogError::CorruptState { .. }), "{err}");
     std::fs::write(&state, [1u8, 2]).unwrap();
     assert!(FileLog::open(dir.path(), one_voter()).is_err());
+}
+
+#[test]
+fn a_compacted_log_restarts_from_its_snapshot_and_keeps_appending() {
+    let dir = tempfile::tempdir().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..40).map(|i| format!("p{i}").into_bytes()).collect();
+    {
+        let log = FileLog::open(dir.path(), one_voter()).unwrap();
+        let mut r = Replica::new(1, log, Log::default(), Timing::default()).unwrap();
+        r.campaign().unwrap();
+        r.drive().unwrap();
+        for p in &payloads[..30] {
+            r.propose(p.clone()).unwrap();
+            r.drive().unwrap();
+        }
+        // 31 applied entries (the leader's empty one first): compacted.
+        assert!(!r.compact(100).unwrap());
+        assert!(r.compact(10).unwrap());
+        assert_eq!(r.store().first_index().unwrap(), 32);
+        for p in &payloads[30..] {
+            r.propose(p.clone()).unwrap();
+            r.drive().unwrap();
+        }
+    }
+    let size = std::fs::metadata(dir.path().join("log")).unwrap().len();
+    let log = FileLog::open(dir.path(), one_voter()).unwrap();
+    assert_eq!(
+        (log.first_index().unwrap(), log.last_index().unwrap()),
+        (32, 41)
+    );
+    let mut r = Replica::new(1, log, Log::default(), Timing::default()).unwrap();
+    r.drive().unwrap();
+    // The state machine came back from the snapshot and the entries after.
+    let applied: Vec<_> = r.state_machine().0.iter().map(|e| e.1.clone()).collect();
+    let mut want = vec![vec![]];
+    want.extend(payloads.iter().cloned());
+    assert_eq!(applied, want);
+    assert_eq!(r.state_machine().1, 41);
+    // Only the entries after the snapshot are in the log file.
+    assert!(size < 600, "log of {size} bytes after compaction");
+    r.campaign().unwrap();
+    r.drive().unwrap();
+    r.propose(b"after".to_vec()).unwrap();
+    r.drive().unwrap();
+    assert_eq!(r.state_machine().0.last().unwrap().1, b"after".to_vec());
+}
+
+#[test]
+fn a_crash_between_snapshot_and_log_rewrite_replays_past_the_covered_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = FileLog::open(dir.path(), one_voter()).unwrap();
+        let mut r = Replica::new(1, log, Log::default(), Timing::default()).unwrap();
+        r.campaign().unwrap();
+        r.drive().unwrap();
+        for i in 0..12 {
+            r.propose(format!("q{i}").into_bytes()).unwrap();
+            r.drive().unwrap();
+        }
+    }
+    // The full log as it was before compaction.
+    let before = std::fs::read(dir.path().join("log")).unwrap();
+    {
+        let log = FileLog::open(dir.path(), one_voter()).unwrap();
+        let mut r = Replica::new(1, log, Log::default(), Timing::default()).unwrap();
+        r.drive().unwrap();
+        assert!(r.compact(5).unwrap());
+    }
+    // As if the rewrite of the log never happened.
+    std::fs::write(dir.path().join("log"), before).unwrap();
+    let log = FileLog::open(dir.path(), one_voter()).unwrap();
+    assert_eq!(log.first_index().unwrap(), 14);
+    let mut r = Replica::new(1, log, Log::default(), Timing::default()).unwrap();
+    r.drive().unwrap();
+    assert_eq!(r.state_machine().1, 13);
+    assert_eq!(r.state_machine().0.last().unwrap().1, b"q11".to_vec());
 }

@@ -12,6 +12,12 @@
 //! and is rebuilt by re-applying the committed log.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Compactions done and snapshots restored, over every seed of a run: the
+/// snapshot paths must be exercised, not only survived.
+static COMPACTIONS: AtomicU64 = AtomicU64::new(0);
+static RESTORES: AtomicU64 = AtomicU64::new(0);
 
 use consensus::{MemLog, Replica, StateMachine, Timing};
 use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2, Message};
@@ -36,6 +42,33 @@ impl StateMachine for Applied {
     }
     fn on_conf_change(&mut self, _index: u64, cs: &ConfState) {
         self.conf = Some(cs.clone());
+    }
+    fn snapshot(&self) -> Vec<u8> {
+        let mut out = self.applied.to_le_bytes().to_vec();
+        for (i, d) in &self.entries {
+            out.extend_from_slice(&i.to_le_bytes());
+            out.extend_from_slice(&(d.len() as u32).to_le_bytes());
+            out.extend_from_slice(d);
+        }
+        out
+    }
+    fn restore(&mut self, index: u64, data: &[u8]) -> Result<(), String> {
+        let applied = u64::from_le_bytes(data.get(..8).ok_or("short")?.try_into().unwrap());
+        if applied != index {
+            return Err(format!("snapshot of {applied} installed as {index}"));
+        }
+        let mut entries = Vec::new();
+        let mut at = 8;
+        while at < data.len() {
+            let i = u64::from_le_bytes(data[at..at + 8].try_into().unwrap());
+            let n = u32::from_le_bytes(data[at + 8..at + 12].try_into().unwrap()) as usize;
+            entries.push((i, data[at + 12..at + 12 + n].to_vec()));
+            at += 12 + n;
+        }
+        self.entries = entries;
+        self.applied = index;
+        RESTORES.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -132,8 +165,15 @@ impl Sim {
 
     fn drive_all(&mut self) {
         for id in self.ids() {
+            let compact = self.rng.u32(0..100) < 5;
+            let threshold = self.rng.u64(3..30);
             let Some(r) = self.live(id) else { continue };
             let out = r.drive().expect("ready loop");
+            // Now and then a replica compacts its log into a snapshot; a
+            // follower behind it then catches up from the snapshot.
+            if compact && r.compact(threshold).expect("compaction") {
+                COMPACTIONS.fetch_add(1, Ordering::Relaxed);
+            }
             for rd in out.reads {
                 // A duplicated ReadIndex message can release the same read
                 // twice; both must satisfy the bound.
@@ -491,6 +531,10 @@ fn replace_a_voter_under_faults() {
 #[test]
 fn three_replicas_under_faults() {
     run_many(3, 1000, 3000);
+    // Snapshots were taken and installed (on restart, and by followers
+    // the leader had compacted past).
+    assert!(COMPACTIONS.load(Ordering::Relaxed) > 1000);
+    assert!(RESTORES.load(Ordering::Relaxed) > 100, "{RESTORES:?}");
 }
 
 #[test]

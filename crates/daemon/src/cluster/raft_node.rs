@@ -27,6 +27,8 @@ pub const MAX_BATCH_BYTES: usize = 8 << 20;
 /// How often a node confirms its lock partitions (a ReadIndex); well
 /// within the owner lease, so one or two lost confirmations cost nothing.
 const CONFIRM_EVERY: Duration = Duration::from_millis(1000);
+/// Applied entries the log holds before it is compacted into a snapshot.
+const COMPACT_EVERY: u64 = 10_000;
 /// How often the leader checks whether lock partitions must move.
 const REASSIGN_EVERY: Duration = Duration::from_secs(2);
 
@@ -237,6 +239,12 @@ pub fn start(m: Member) -> Result<(), String> {
                         tracing::error!("raft: {e}; this node's raft member stops");
                         return;
                     }
+                }
+                // The log is compacted into a snapshot of the cluster
+                // state every COMPACT_EVERY applied entries.
+                if let Err(e) = replica.compact(COMPACT_EVERY) {
+                    tracing::error!("raft: compacting the log: {e}; this node's raft member stops");
+                    return;
                 }
                 let cs = replica.conf_state();
                 let mut v = view.lock().unwrap_or_else(|e| e.into_inner());
