@@ -40,6 +40,11 @@ def http_get(url, timeout=5):
         return e.code, e.read()
 
 
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def admin_token():
     """A bearer token of the root credentials (`tessera prometheus-token`)."""
     env = dict(os.environ, TESSERA_ROOT_USER=ACCESS_KEY, TESSERA_ROOT_PASSWORD=SECRET_KEY)
@@ -202,6 +207,17 @@ class FourNodes(unittest.TestCase):
         self.assertIn(b"<Code>ServiceUnavailable</Code>", body)
         # The raft log lives under .minio.sys of each node's first drive.
         self.assertTrue(os.path.isdir(f"{c.root}/n1/d1/.minio.sys/tessera/raft"))
+        # The first node formatted every drive as one MinIO deployment: one
+        # id, one set of 16 drive ids, each drive naming itself in its place.
+        formats = [read_json(f"{c.root}/n{n}/d{d}/.minio.sys/format.json")
+                   for n in range(1, 5) for d in range(1, 5)]
+        self.assertEqual(len({f["id"] for f in formats}), 1)
+        self.assertEqual(formats[0]["id"], view["deployment_id"])
+        sets = formats[0]["xl"]["sets"]
+        self.assertEqual([len(s) for s in sets], [16])
+        self.assertTrue(all(f["xl"]["sets"] == sets for f in formats))
+        self.assertEqual([f["xl"]["this"] for f in formats], sets[0])
+        self.assertEqual(formats[0]["format"], "xl")
 
         # The leader dies: the other three elect another in a later term,
         # and keep every committed entry.
@@ -256,6 +272,26 @@ class FourNodes(unittest.TestCase):
         self.assertGreater(again["term"], before["term"])
         self.assertGreaterEqual(again["applied_index"], before["applied_index"])
         self.assertEqual(len(again["members"]), 4)
+
+        # A drive of another deployment (node 4's first drive given a new
+        # deployment id) stops its node, naming the drive.
+        self.assertEqual(again["deployment_id"], view["deployment_id"])
+        c.kill(3)
+        path = f"{c.root}/n4/d1/.minio.sys/format.json"
+        f = read_json(path)
+        good = json.dumps(f)
+        f["id"] = "00000000-0000-4000-8000-000000000001"
+        with open(path, "w") as out:
+            json.dump(f, out)
+        p = c.start(3)
+        self.assertNotEqual(p.wait(timeout=30), 0)
+        self.assertIn("does not belong here", c.log_tail(3))
+        self.assertIn("/n4/d", c.log_tail(3))
+        c.procs[3] = None
+        with open(path, "w") as out:
+            out.write(good)
+        c.start(3)
+        c.wait_agreed(range(4), FORM_BOUND_S, "node 4 with its own drive back")
 
         # Nodes that must not join are refused, with the reason. A fifth
         # node lists itself where node 4's drives are.

@@ -15,6 +15,7 @@
 //! `ServiceUnavailable` and a message that says so.
 
 mod bootstrap;
+mod format;
 mod locks;
 mod raft_node;
 
@@ -53,6 +54,8 @@ struct Node {
     metrics_auth: crate::metrics::MetricsAuth,
     admin_auth: crate::metrics::MetricsAuth,
     locks: Arc<locks::Locks>,
+    /// The deployment id of the drives, once checked.
+    deployment: Mutex<Option<String>>,
 }
 
 impl Node {
@@ -393,6 +396,7 @@ impl Node {
                     "connects": s.connects,
                 })
             }).collect::<Vec<_>>(),
+            "deployment_id": self.deployment.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             "lock_epoch": self.locks.epoch(),
             "locks_held": self.locks.held(),
             "uptime_s": self.started.elapsed().map_or(0, |d| d.as_secs()),
@@ -557,7 +561,27 @@ pub async fn run(
         peer_slots.clone(),
     ));
     let (inbound_tx, inbound_rx) = std::sync::mpsc::sync_channel(INBOUND_QUEUE);
+    // This node's drives: formatted by the first node (format.write), then
+    // checked.
+    let local_drives = Arc::new(
+        format::LocalDrives::open(&nodes)
+            .await
+            .map_err(|e| ConfigError(format!("opening the drives: {e}")))?,
+    );
     let mut service = rpc::Service::new(gate);
+    let ld = Arc::clone(&local_drives);
+    service.unary("format.status", move |_, _| {
+        let ld = Arc::clone(&ld);
+        async move { ld.serve_status().await }
+    });
+    let ld = Arc::clone(&local_drives);
+    service.unary("format.write", move |from, body: Bytes| {
+        let ld = Arc::clone(&ld);
+        async move {
+            tracing::info!(peer = %from, "formatting this node's drives");
+            ld.serve_write(&body).await
+        }
+    });
     let ours = agreement.clone();
     service.unary("bootstrap.check", move |from, body: Bytes| {
         let diff = ours.difference(&body);
@@ -615,6 +639,7 @@ pub async fn run(
         nodes: nodes.nodes.clone(),
         started: SystemTime::now(),
         locks: Arc::clone(&locks),
+        deployment: Mutex::new(None),
         admin_auth: crate::metrics::MetricsAuth::Jwt {
             access: cfg.credentials.user.clone(),
             secret: cfg.credentials.password.clone(),
@@ -649,7 +674,17 @@ pub async fn run(
         _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
     };
     let agreed = agreed.map_err(|r| ConfigError(format!("this node does not join: {}", r.0)))?;
-    tracing::info!(agreed = ?agreed, "a majority of nodes agrees; starting the raft member");
+    tracing::info!(agreed = ?agreed, "a majority of nodes agrees");
+    notifier.status("formatting or checking the drives");
+    format::format_or_wait(&nodes, &local_drives, &peers, Duration::from_secs(5))
+        .await
+        .map_err(|e| ConfigError(format!("formatting the drives: {e}")))?;
+    let deployment = local_drives
+        .check()
+        .await
+        .map_err(|e| ConfigError(format!("this node does not join: {e}")))?;
+    tracing::info!(%deployment, "the drives belong to the deployment; starting the raft member");
+    *node.deployment.lock().unwrap_or_else(|e| e.into_inner()) = Some(deployment.to_string());
 
     let first = cfg
         .drives

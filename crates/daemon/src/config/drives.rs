@@ -37,6 +37,24 @@ pub struct ClusterNodes {
     /// Every drive endpoint, canonical, in order: what the nodes must
     /// agree on.
     pub endpoints: Vec<String>,
+    /// Every drive where MinIO's layout puts it, in layout order (pool,
+    /// set, position in the set).
+    pub layout: Vec<LaidDrive>,
+}
+
+/// One drive of a cluster in its erasure set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaidDrive {
+    /// Its endpoint, canonical.
+    pub endpoint: String,
+    /// The node that serves it (index into [`ClusterNodes::nodes`]).
+    pub node: usize,
+    /// Its directory on that node.
+    pub path: PathBuf,
+    /// Its pool, set and position in the set.
+    pub pool: usize,
+    pub set: usize,
+    pub disk: usize,
 }
 
 /// Parses, checks and lays out the endpoints: only drives of this machine.
@@ -87,6 +105,31 @@ pub fn drives(
         .map_err(|e| ConfigError(format!("storage class: {e}")))?;
 
     let set_sizes: Vec<usize> = layout.pools().iter().map(|p| p.set_drive_count()).collect();
+    let cluster = cluster.map(|mut c| {
+        c.layout = layout
+            .pools()
+            .iter()
+            .flat_map(|p| p.sets())
+            .flat_map(|set| set.drives())
+            .map(|d| {
+                let e = d.endpoint();
+                let name = format!(
+                    "{}:{}",
+                    e.host().unwrap_or(""),
+                    e.port().unwrap_or(DEFAULT_PORT)
+                );
+                LaidDrive {
+                    endpoint: e.to_string(),
+                    node: c.nodes.iter().position(|n| *n == name).unwrap_or(0),
+                    path: PathBuf::from(e.path()),
+                    pool: d.pool_index(),
+                    set: d.set_index(),
+                    disk: d.drive_index(),
+                }
+            })
+            .collect();
+        c
+    });
     let pools: Vec<Vec<PathBuf>> = topology
         .pools()
         .iter()
@@ -200,5 +243,6 @@ fn cluster_nodes(
         nodes,
         me,
         endpoints: all.iter().map(|e| e.to_string()).collect(),
+        layout: Vec::new(),
     })
 }

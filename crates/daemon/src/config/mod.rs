@@ -22,7 +22,7 @@ use crate::memory::MAX_REQUESTS_CAP;
 
 pub use address::{ListenAddr, LocalHost};
 pub use credentials::{CredentialSource, Credentials, credentials};
-pub use drives::{ClusterNodes, Drives};
+pub use drives::{ClusterNodes, Drives, LaidDrive};
 pub use env::Env;
 pub use units::parse_duration;
 

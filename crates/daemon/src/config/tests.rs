@@ -95,6 +95,9 @@ fn endpoints_and_layout() {
     let cluster = c.drives.cluster.unwrap();
     assert_eq!(cluster.nodes.len(), 4);
     assert_eq!((cluster.me, cluster.nodes[0].as_str()), (0, "node1:9000"));
+    // With ellipses, consecutive drives of a set are on different nodes.
+    let nodes: Vec<usize> = cluster.layout.iter().take(5).map(|d| d.node).collect();
+    assert_eq!(nodes, [0, 1, 2, 3, 0]);
     assert_eq!(c.drives.pools[0].len(), 4);
     let e = resolve(&["http://127.0.0.1:9001/mnt/d{1...4}"], &[]).unwrap_err();
     assert!(e.0.contains("port 9000"), "{e}");
@@ -118,6 +121,15 @@ fn endpoints_and_layout() {
     assert_eq!(c.drives.pools[0].len(), 4);
     assert_eq!(c.drives.pools[0][0], PathBuf::from("/srv/n2/d1"));
     assert_eq!(c.drives.set_sizes, vec![16]);
+    // Without ellipses, MinIO lays the set out in argument order.
+    let laid: Vec<(usize, usize)> = cluster
+        .layout
+        .iter()
+        .take(5)
+        .map(|d| (d.node, d.disk))
+        .collect();
+    assert_eq!(laid, [(0, 0), (0, 1), (0, 2), (0, 3), (1, 4)]);
+    assert_eq!(cluster.layout[4].path, PathBuf::from("/srv/n2/d1"));
     let e = resolve(&["http://127.0.0.1:9001/mnt/d1", "/mnt/d2"], &[]).unwrap_err();
     assert!(
         e.0.contains("invalid endpoints") || e.0.contains("local path"),
