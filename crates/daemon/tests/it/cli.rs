@@ -159,11 +159,13 @@ fn bad_input_is_refused_with_a_clear_message() {
     );
     refused(&["--no-such-flag", "d"], &[], 2, "--no-such-flag");
     refused(&[], &auth, 1, "no drives given");
+    // Other nodes, none of which is this machine (`.invalid` never
+    // resolves, whatever addresses the machine has).
     refused(
-        &["http://192.0.2.{1...4}:9000/mnt/d{1...4}"],
+        &["http://node{1...4}.invalid:9000/mnt/d{1...4}"],
         &auth,
         1,
-        "Multi-node deployments are not supported yet",
+        "none of the endpoints' nodes",
     );
     refused(
         &["d{1...4}"],
