@@ -68,7 +68,9 @@ pub trait StateMachine {
     fn on_conf_change(&mut self, _index: u64, _cs: &ConfState) {}
     /// The state as bytes, for a snapshot at [`StateMachine::applied_index`].
     fn snapshot(&self) -> Vec<u8>;
-    /// Replace the state with a snapshot's (taken at `index`).
+    /// Replace the state with a snapshot's (taken at `index`);
+    /// [`StateMachine::on_conf_change`] follows with the snapshot's
+    /// membership.
     fn restore(&mut self, index: u64, data: &[u8]) -> Result<(), String>;
 }
 
@@ -136,6 +138,7 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
         if at > sm.applied_index() {
             sm.restore(at, snap.get_data())
                 .map_err(|why| ConsensusError::Restore { index: at, why })?;
+            sm.on_conf_change(at, snap.get_metadata().get_conf_state());
         }
         let cfg = Config {
             id,
@@ -266,6 +269,9 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
             self.sm
                 .restore(at, snap.get_data())
                 .map_err(|why| ConsensusError::Restore { index: at, why })?;
+            // The membership is the snapshot's from here on.
+            self.sm
+                .on_conf_change(at, snap.get_metadata().get_conf_state());
         }
         for rs in rd.take_read_states() {
             self.pending_reads.push(ReadReady {

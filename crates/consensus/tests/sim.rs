@@ -503,7 +503,15 @@ fn run_replace_seed(seed: u64, steps: usize) {
                 .map(|r| r.propose_conf_change(replace_3_with_4()));
         }
     }
-    assert!(replaced(&sim), "voter 3 was not replaced by 4");
+    assert!(
+        replaced(&sim),
+        "voter 3 was not replaced by 4: {:?}",
+        sim.nodes
+            .values()
+            .flatten()
+            .map(|r| (r.id(), r.is_leader(), r.conf_state()))
+            .collect::<Vec<_>>()
+    );
     retire(&mut sim);
     sim.heal_and_converge(&[1, 2, 4]);
     for id in [1, 2, 4] {
