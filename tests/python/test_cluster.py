@@ -24,7 +24,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from tessera_server import ACCESS_KEY, SECRET_KEY, binary, free_port
+from tessera_server import ACCESS_KEY, SECRET_KEY, binary, free_port, stop_process
 
 # A leader is elected within 2-4 s of a quorum (100 ms ticks, elections
 # after 10-20 ticks); these bounds leave room for a loaded CI machine.
@@ -166,12 +166,7 @@ class Cluster:
     def stop_all(self):
         for i, p in enumerate(self.procs):
             if p is not None:
-                p.terminate()
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+                stop_process(p)
                 self.procs[i] = None
 
     def cleanup(self):

@@ -234,7 +234,7 @@ fn a_crash_between_snapshot_and_log_rewrite_replays_past_the_covered_entries() {
             r.drive().unwrap();
         }
     }
-    // The full log as it was before compaction.
+    // The log file with every entry, which compaction rewrites.
     let before = std::fs::read(dir.path().join("log")).unwrap();
     {
         let log = FileLog::open(dir.path(), one_voter()).unwrap();
@@ -242,7 +242,8 @@ fn a_crash_between_snapshot_and_log_rewrite_replays_past_the_covered_entries() {
         r.drive().unwrap();
         assert!(r.compact(5).unwrap());
     }
-    // As if the rewrite of the log never happened.
+    // A crash after the snapshot is written and before the log is
+    // rewritten leaves this file in place.
     std::fs::write(dir.path().join("log"), before).unwrap();
     let log = FileLog::open(dir.path(), one_voter()).unwrap();
     assert_eq!(log.first_index().unwrap(), 14);

@@ -34,4 +34,5 @@ pub use encryption::EncryptionConfig;
 pub use error::S3Error;
 pub use service::{
     Gateway, GatewayConfig, GatewayLimits, RequestObserver, RequestRecord, ResponseBody,
+    error_document,
 };

@@ -518,6 +518,13 @@ fn new_request_id() -> String {
     hex::encode_upper(&u.as_bytes()[..8])
 }
 
+/// The XML error document of `e` for `resource`, with a fresh request
+/// id (no body for HEAD): how a server built around the gateway answers
+/// what it does not hand to the gateway.
+pub fn error_document(e: &S3Error, resource: &str, head: bool) -> Response<ResponseBody> {
+    error_response(e, resource, &new_request_id(), head)
+}
+
 /// The XML error document (no body for HEAD).
 pub(crate) fn error_response(
     e: &S3Error,

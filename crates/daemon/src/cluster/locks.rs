@@ -112,6 +112,34 @@ impl Locks {
         self.table().confirm(epoch, sent);
     }
 
+    /// Grants a lease on this node's table.
+    fn grant(
+        &self,
+        resource: &str,
+        mode: Mode,
+        holder: &str,
+        ttl: u64,
+    ) -> Result<Lease, LockError> {
+        let now = self.now_ms();
+        self.table().acquire(resource, mode, holder, ttl, now)
+    }
+
+    /// Refreshes (`ttl` given) or releases a lease on this node's table:
+    /// what the RPC answers (the ms a refreshed lease now lasts).
+    fn settle(&self, op: &str, resource: &str, holder: &str, ttl: u64) -> Result<Bytes, Failure> {
+        let now = self.now_ms();
+        let mut t = self.table();
+        match op {
+            "refresh" => {
+                let ms = t.refresh(resource, holder, ttl, now).map_err(failure)?;
+                Ok(Bytes::from(ms.to_string()))
+            }
+            "release" if t.release(resource, holder) => Ok(Bytes::new()),
+            "release" => Err(failure(LockError::Unknown)),
+            _ => Err(bad("no such lock method")),
+        }
+    }
+
     /// The node-RPC method `lock.<op>` on this node's table.
     pub fn serve(&self, op: &str, body: &[u8]) -> Result<Bytes, Failure> {
         let v: Value = serde_json::from_slice(body).map_err(|_| bad("not JSON"))?;
@@ -121,38 +149,16 @@ impl Locks {
             return Err(bad("resource or holder too long"));
         }
         let ttl = v["ttl_ms"].as_u64().unwrap_or(0).min(3_600_000);
-        let now = self.now_ms();
-        let mut t = self.table();
-        match op {
-            "acquire" => {
-                let mode: Mode =
-                    serde_json::from_value(v["mode"].clone()).map_err(|_| bad("no mode"))?;
-                let lease = t
-                    .acquire(resource, mode, holder, ttl, now)
-                    .map_err(failure)?;
-                Ok(Bytes::from(serde_json::to_vec(&lease).unwrap_or_default()))
-            }
-            "refresh" => {
-                let ms = t.refresh(resource, holder, ttl, now).map_err(failure)?;
-                Ok(Bytes::from(ms.to_string()))
-            }
-            "release" => {
-                if t.release(resource, holder) {
-                    Ok(Bytes::new())
-                } else {
-                    Err(failure(LockError::Unknown))
-                }
-            }
-            _ => Err(bad("no such lock method")),
+        if op != "acquire" {
+            return self.settle(op, resource, holder, ttl);
         }
+        let mode: Mode = serde_json::from_value(v["mode"].clone()).map_err(|_| bad("no mode"))?;
+        let lease = self.grant(resource, mode, holder, ttl).map_err(failure)?;
+        Ok(Bytes::from(serde_json::to_vec(&lease).unwrap_or_default()))
     }
 
-    /// One attempt at `op` on node `owner`: in process when it is this
-    /// node, else one call.
-    async fn once(&self, owner: u64, op: &str, body: Bytes) -> Result<Bytes, (u16, String)> {
-        if owner == self.me {
-            return self.serve(op, &body).map_err(|f| (f.status, f.message));
-        }
+    /// One call of `lock.<op>` to node `owner` (another node).
+    async fn remote(&self, owner: u64, op: &str, body: Bytes) -> Result<Bytes, (u16, String)> {
         let Some(Some(peer)) = self.peers.get((owner as usize).wrapping_sub(1)) else {
             return Err((NOT_OWNER, format!("no node {owner}")));
         };
@@ -179,7 +185,8 @@ impl Locks {
         timeout: Duration,
     ) -> Result<Taken, String> {
         let deadline = Instant::now() + timeout;
-        let body = request(resource, mode, holder, ttl_ms);
+        // The request of a remote attempt, built at the first one.
+        let mut body: Option<Bytes> = None;
         let mut backoff = Duration::from_millis(1);
         let mut hint: Option<u64> = None;
         loop {
@@ -187,11 +194,23 @@ impl Locks {
                 .take()
                 .or_else(|| self.table().owner_of(resource))
                 .ok_or_else(|| "no lock partitions assigned yet".to_owned())?;
-            match self.once(owner, "acquire", body.clone()).await {
-                Ok(b) => {
-                    let lease: Lease = serde_json::from_slice(&b).map_err(|e| e.to_string())?;
-                    return Ok(Taken { lease, owner });
+            // This node's own partitions are granted in process.
+            let attempt = if owner == self.me {
+                self.grant(resource, mode, holder, ttl_ms).map_err(|e| {
+                    let f = failure(e);
+                    (f.status, f.message)
+                })
+            } else {
+                let body = body
+                    .get_or_insert_with(|| request(resource, mode, holder, ttl_ms))
+                    .clone();
+                match self.remote(owner, "acquire", body).await {
+                    Ok(b) => serde_json::from_slice::<Lease>(&b).map_err(|e| (400, e.to_string())),
+                    Err(e) => Err(e),
                 }
+            };
+            match attempt {
+                Ok(lease) => return Ok(Taken { lease, owner }),
                 Err((NOT_OWNER, msg)) => {
                     // The owner's answer names the owner it knows.
                     hint = serde_json::from_str::<LockError>(&msg)
@@ -229,7 +248,12 @@ impl Locks {
         holder: &str,
         ttl_ms: u64,
     ) -> Result<Bytes, (u16, String)> {
-        self.once(
+        if owner == self.me {
+            return self
+                .settle(op, resource, holder, ttl_ms)
+                .map_err(|f| (f.status, f.message));
+        }
+        self.remote(
             owner,
             op,
             request(resource, Mode::Exclusive, holder, ttl_ms),

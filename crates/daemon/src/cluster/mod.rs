@@ -456,17 +456,17 @@ impl Node {
                 };
                 respond(status, "text/plain", String::new())
             }
-            _ => respond(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "application/xml",
-                format!(
-                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>ServiceUnavailable\
-                     </Code><Message>This node is part of a multi-node cluster; this release \
-                     runs the cluster's membership and consensus but does not serve objects \
-                     across nodes yet.</Message><Resource>{}</Resource></Error>",
-                    xml_escape(&path)
+            _ => s3_gateway::error_document(
+                &s3_gateway::S3Error::with_message(
+                    "ServiceUnavailable",
+                    "This node is part of a multi-node cluster; this release runs the \
+                     cluster's membership and consensus but does not serve objects across \
+                     nodes yet.",
                 ),
-            ),
+                &path,
+                method == Method::HEAD,
+            )
+            .map(|b| b.boxed()),
         }
     }
 }
@@ -486,12 +486,6 @@ where
         }
     }
     out
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// Runs this node of the cluster `nodes` until SIGTERM or SIGINT.
