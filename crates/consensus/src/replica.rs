@@ -125,6 +125,27 @@ pub struct Replica<S: LogStore, M: StateMachine> {
     /// its follower waiting for ever).
     snapshots_sent: Vec<(u64, usize)>,
     election_tick: usize,
+    jitter: Option<Jitter>,
+}
+
+/// A seeded source of election timeouts, replacing raft-rs's thread-local
+/// randomness so that a simulation replays exactly from its seed.
+struct Jitter {
+    state: u64,
+    /// Term, role and leader when the timeout was last drawn: raft-rs
+    /// redraws its own whenever it resets, which changes one of them.
+    seen: (u64, StateRole, u64),
+}
+
+impl Jitter {
+    fn next(&mut self) -> u64 {
+        // SplitMix64.
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
 }
 
 impl<S: LogStore, M: StateMachine> Replica<S, M> {
@@ -161,7 +182,38 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
             pending_reads: Vec::new(),
             snapshots_sent: Vec::new(),
             election_tick: timing.election_tick,
+            jitter: None,
         })
+    }
+
+    /// Draws election timeouts from a generator seeded with `seed` instead
+    /// of raft-rs's thread-local one, so that a deterministic simulation of
+    /// this replica replays exactly. Production replicas keep raft-rs's.
+    pub fn seed_election_jitter(&mut self, seed: u64) {
+        self.jitter = Some(Jitter {
+            state: seed ^ self.id().wrapping_mul(0x2545_f491_4f6c_dd1d),
+            seen: (u64::MAX, StateRole::Follower, u64::MAX),
+        });
+        self.redraw_election_timeout();
+    }
+
+    /// After any input that may have reset raft (a new term, role or
+    /// leader), replaces raft-rs's drawn timeout with the seeded one.
+    fn redraw_election_timeout(&mut self) {
+        // raft-rs draws from [election_tick, 2 * election_tick) (the
+        // configuration leaves its bounds at their defaults).
+        let lo = self.election_tick;
+        let Some(j) = self.jitter.as_mut() else {
+            return;
+        };
+        let r = &mut self.node.raft;
+        let now = (r.term, r.state, r.leader_id);
+        if now == j.seen {
+            return;
+        }
+        j.seen = now;
+        let t = lo + (j.next() % lo.max(1) as u64) as usize;
+        r.set_randomized_election_timeout(t);
     }
 
     /// This member's id.
@@ -200,6 +252,7 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
     /// One tick of logical time.
     pub fn tick(&mut self) {
         self.node.tick();
+        self.redraw_election_timeout();
         let mut expired = Vec::new();
         self.snapshots_sent.retain_mut(|(to, left)| {
             *left = left.saturating_sub(1);
@@ -223,7 +276,9 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
     /// A message from a peer. Messages that raft rejects (stale or for
     /// another configuration) are dropped and reported as an error.
     pub fn step(&mut self, m: Message) -> Result<(), ConsensusError> {
-        Ok(self.node.step(m)?)
+        let r = self.node.step(m);
+        self.redraw_election_timeout();
+        Ok(r?)
     }
     /// Propose `data` for the log (only a leader accepts; others return
     /// `ProposalDropped`).
@@ -241,7 +296,9 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
     }
     /// Start an election now (tests and leader hand-over).
     pub fn campaign(&mut self) -> Result<(), ConsensusError> {
-        Ok(self.node.campaign()?)
+        let r = self.node.campaign();
+        self.redraw_election_timeout();
+        Ok(r?)
     }
 
     /// Run the ready loop once: persist what raft asks for, apply what is
@@ -298,6 +355,7 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
         let committed = light.take_committed_entries();
         self.apply_entries(committed)?;
         self.node.advance_apply();
+        self.redraw_election_timeout();
         self.release_reads(&mut out);
         Ok(out)
     }

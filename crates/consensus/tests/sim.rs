@@ -137,7 +137,9 @@ impl Sim {
 
     fn restart(&mut self, id: u64) {
         let store = self.stores[&id].clone();
-        let r = Replica::new(id, store, Applied::default(), timing()).expect("replica starts");
+        let mut r = Replica::new(id, store, Applied::default(), timing()).expect("replica starts");
+        // Election timeouts come from the seed too: a failing seed replays.
+        r.seed_election_jitter(self.rng.u64(..));
         self.nodes.insert(id, Some(r));
     }
 
@@ -440,26 +442,30 @@ fn run_replace_seed(seed: u64, steps: usize) {
     // The newcomer starts from the initial configuration, in which it is no
     // voter, so it never campaigns until the change reaches it.
     sim.add_node(4, &[1, 2, 3]);
-    let replaced = |sim: &Sim| {
+    // Whether some member applied the replacement: once one has, it is
+    // committed, and stays so when that member is retired.
+    let applied_somewhere = |sim: &Sim| {
         sim.nodes.values().flatten().any(|r| {
             r.state_machine().conf.as_ref().is_some_and(|c| {
                 c.voters.contains(&4) && !c.voters.contains(&3) && c.voters_outgoing.is_empty()
             })
         })
     };
+    let mut replaced = false;
     // A removed member is shut down once the change is applied (raft-rs
     // leaves a removed leader in place, dropping proposals, until it stops).
-    let retire = |sim: &mut Sim| {
-        if sim.nodes.contains_key(&3) && replaced(sim) {
+    let settle = |sim: &mut Sim, replaced: &mut bool| {
+        *replaced |= applied_somewhere(sim);
+        if *replaced {
             sim.nodes.remove(&3);
             sim.stores.remove(&3);
         }
     };
     for i in 0..steps {
         sim.step();
-        retire(&mut sim);
+        settle(&mut sim, &mut replaced);
         if i % 100 == 50
-            && !replaced(&sim)
+            && !replaced
             && let Some(l) = sim.leader()
         {
             // Refused while another change is pending; retried later.
@@ -470,8 +476,8 @@ fn run_replace_seed(seed: u64, steps: usize) {
     }
     // Finish the change under a healed network if the faults held it up.
     for i in 0..200 {
-        if replaced(&sim) {
-            retire(&mut sim);
+        settle(&mut sim, &mut replaced);
+        if replaced {
             break;
         }
         sim.cut.clear();
@@ -495,7 +501,7 @@ fn run_replace_seed(seed: u64, steps: usize) {
             sim.drive_all();
         }
         if i % 2 == 0
-            && !replaced(&sim)
+            && !applied_somewhere(&sim)
             && let Some(l) = sim.leader()
         {
             let _ = sim
@@ -504,7 +510,7 @@ fn run_replace_seed(seed: u64, steps: usize) {
         }
     }
     assert!(
-        replaced(&sim),
+        replaced,
         "voter 3 was not replaced by 4: {:?}",
         sim.nodes
             .values()
@@ -512,7 +518,6 @@ fn run_replace_seed(seed: u64, steps: usize) {
             .map(|r| (r.id(), r.is_leader(), r.conf_state()))
             .collect::<Vec<_>>()
     );
-    retire(&mut sim);
     sim.heal_and_converge(&[1, 2, 4]);
     for id in [1, 2, 4] {
         let r = sim.nodes[&id].as_ref().expect("live");
