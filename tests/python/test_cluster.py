@@ -253,8 +253,28 @@ class FourNodes(unittest.TestCase):
             time.sleep(5)
         states = {p["node"]: p["state"] for p in c.status(others[0])["peers"]}
         self.assertEqual(states[c.name(follower)], "down")
+        # The cluster state records it offline, on every node alike, and
+        # its lock partitions have moved to the others.
+        member_state = lambda v, i: next(m["state"] for m in v["members"] if m["node"] == c.name(i))
+        down_view = c.wait_agreed(others, 10, "recording the follower offline",
+                                  until=lambda v: member_state(v, follower) == "Offline")
+        for i in others:
+            self.assertEqual(member_state(c.status(i), follower), "Offline")
+        self.assertEqual(sum(c.status(i)["lock_partitions_owned"] for i in others), 64)
         c.start(follower)
-        c.wait_agreed(range(4), FORM_BOUND_S, "the follower rejoining")
+        c.wait_agreed(range(4), FORM_BOUND_S, "the follower rejoining",
+                      until=lambda v: member_state(v, follower) == "Online")
+        for i in range(4):
+            self.assertEqual(member_state(c.status(i), follower), "Online")
+        # Back for a while, it gets its share of lock partitions again.
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            owned = [c.status(i)["lock_partitions_owned"] for i in range(4)]
+            if owned == [16, 16, 16, 16]:
+                break
+            time.sleep(1)
+        self.assertEqual(owned, [16, 16, 16, 16], "lock partitions not rebalanced")
+        self.assertGreater(c.status(0)["lock_epoch"], down_view["lock_epoch"])
 
         # The whole cluster restarts: the state was committed to disk.
         before = c.agreed(range(4))

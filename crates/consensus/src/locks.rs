@@ -185,6 +185,11 @@ impl LockTable {
         self.owners.get(partition_of(resource)).copied()
     }
 
+    /// How many partitions this node owns in the applied assignment.
+    pub fn partitions_owned(&self) -> usize {
+        self.parts.iter().filter(|p| p.owned).count()
+    }
+
     /// Leases held in this node's partitions (expired ones included until
     /// they are next looked at).
     pub fn held(&self) -> usize {
@@ -410,6 +415,49 @@ pub fn assign_partitions(current: &[u64], live: &[u64]) -> Option<Vec<u64>> {
     changed.then_some(owners)
 }
 
+/// Moves partitions from the live nodes that own the most to those in
+/// `live` that own the fewest, until no two differ by more than one (a
+/// node back from an outage gets its share again). Every partition must
+/// already have a live owner ([`assign_partitions`] first). A moved
+/// partition's new owner waits out the hand-over before granting, as for
+/// any change of owner. `None` when already balanced.
+pub fn balance_partitions(current: &[u64], live: &[u64]) -> Option<Vec<u64>> {
+    if current.len() != PARTITIONS || live.is_empty() {
+        return None;
+    }
+    let mut owners = current.to_vec();
+    let mut count: HashMap<u64, usize> = live.iter().map(|n| (*n, 0)).collect();
+    for o in &owners {
+        if let Some(c) = count.get_mut(o) {
+            *c += 1;
+        }
+    }
+    let mut changed = false;
+    loop {
+        let (&most, &hi) = count
+            .iter()
+            .max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n)))
+            .expect("live is not empty");
+        let (&fewest, &lo) = count
+            .iter()
+            .min_by_key(|(n, c)| (**c, **n))
+            .expect("live is not empty");
+        if hi <= lo + 1 {
+            break;
+        }
+        // The highest-numbered partition of the busiest owner moves, so
+        // the same inputs always give the same assignment.
+        let Some(p) = (0..PARTITIONS).rev().find(|p| owners[*p] == most) else {
+            break;
+        };
+        owners[p] = fewest;
+        *count.get_mut(&most).expect("a live node") -= 1;
+        *count.get_mut(&fewest).expect("a live node") += 1;
+        changed = true;
+    }
+    changed.then_some(owners)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,5 +584,25 @@ mod tests {
             "{counts:?}"
         );
         assert_eq!(assign_partitions(&first, &[]), None);
+    }
+
+    #[test]
+    fn a_returning_node_gets_its_share_back() {
+        let first = assign_partitions(&[], &[1, 2, 3, 4]).unwrap();
+        let without3 = assign_partitions(&first, &[1, 2, 4]).unwrap();
+        assert_eq!(balance_partitions(&without3, &[1, 2, 4]), None);
+        let back = balance_partitions(&without3, &[1, 2, 3, 4]).unwrap();
+        for n in 1..=4 {
+            assert_eq!(back.iter().filter(|o| **o == n).count(), 16, "{back:?}");
+        }
+        // Only partitions that move to the returning node change hands.
+        let moved = without3.iter().zip(&back).filter(|(a, b)| a != b).count();
+        assert_eq!(moved, 16);
+        assert!(without3.iter().zip(&back).all(|(a, b)| a == b || *b == 3));
+        assert_eq!(balance_partitions(&back, &[1, 2, 3, 4]), None);
+        // 64 over 3 nodes: 22, 21, 21 is balanced.
+        let three = assign_partitions(&[], &[1, 2, 3]).unwrap();
+        assert_eq!(balance_partitions(&three, &[1, 2, 3]), None);
+        assert_eq!(balance_partitions(&three, &[]), None);
     }
 }

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use consensus::locks::{LockConfig, LockTable, Mode, assign_partitions};
+use consensus::locks::{LockConfig, LockTable, Mode, assign_partitions, balance_partitions};
 
 /// One node: its table and its clock (local = offset + rate * global).
 struct Node {
@@ -88,14 +88,22 @@ fn run(seed: u64) -> (usize, usize) {
             }
         }
         // The controller (a leader on the majority side) reassigns the
-        // partitions of cut-off nodes.
+        // partitions of cut-off nodes, and gives nodes that are back their
+        // share (moves between two nodes that both still grant).
         if rng.u32(0..100) < 5 {
             let live: Vec<u64> = (0..n)
                 .filter(|i| !nodes[*i].cut)
                 .map(|i| i as u64 + 1)
                 .collect();
             let (_, epoch, current) = committed.last().expect("an assignment").clone();
-            if let Some(next) = assign_partitions(&current, &live) {
+            let next = assign_partitions(&current, &live).or_else(|| {
+                let moved = balance_partitions(&current, &live);
+                if moved.is_some() {
+                    REBALANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                moved
+            });
+            if let Some(next) = next {
                 committed.push((now, epoch + 1, next.clone()));
                 for node in nodes.iter_mut() {
                     node.pending
@@ -207,6 +215,9 @@ fn run(seed: u64) -> (usize, usize) {
     (grants, refusals)
 }
 
+/// Assignments that moved partitions between two live nodes.
+static REBALANCES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 #[test]
 fn no_two_conflicting_leases_at_once() {
     if let Some(seed) = std::env::var("LOCKS_SEED")
@@ -225,5 +236,9 @@ fn no_two_conflicting_leases_at_once() {
     // The simulation exercises grants as well as refusals.
     assert!(grants > 10_000, "{grants} grants");
     assert!(refusals > 10_000, "{refusals} refusals");
-    println!("300 seeds: {grants} leases granted, {refusals} refused, no conflict");
+    let rebalances = REBALANCES.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(rebalances > 100, "{rebalances} rebalances");
+    println!(
+        "300 seeds: {grants} leases granted, {refusals} refused, {rebalances} rebalances, no conflict"
+    );
 }

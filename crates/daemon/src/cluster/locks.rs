@@ -96,6 +96,11 @@ impl Locks {
         self.table().epoch()
     }
 
+    /// How many lock partitions this node owns.
+    pub fn partitions_owned(&self) -> usize {
+        self.table().partitions_owned()
+    }
+
     /// Leases held in this node's partitions.
     pub fn held(&self) -> usize {
         self.table().held()

@@ -398,6 +398,7 @@ impl Node {
             }).collect::<Vec<_>>(),
             "deployment_id": self.deployment.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             "lock_epoch": self.locks.epoch(),
+            "lock_partitions_owned": self.locks.partitions_owned(),
             "locks_held": self.locks.held(),
             "uptime_s": self.started.elapsed().map_or(0, |d| d.as_secs()),
         })

@@ -7,7 +7,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use consensus::locks::assign_partitions;
+use consensus::locks::{assign_partitions, balance_partitions};
 use consensus::{ClusterState, Command, FileLog, NodeInfo, NodeState, Replica, Timing};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfState, Message};
@@ -29,8 +29,14 @@ pub const MAX_BATCH_BYTES: usize = 8 << 20;
 const CONFIRM_EVERY: Duration = Duration::from_millis(1000);
 /// Applied entries the log holds before it is compacted into a snapshot.
 const COMPACT_EVERY: u64 = 10_000;
-/// How often the leader checks whether lock partitions must move.
+/// How often the leader checks whether lock partitions must move and
+/// whether members changed state.
 const REASSIGN_EVERY: Duration = Duration::from_secs(2);
+/// A node the leader cannot reach for this long is recorded offline.
+const OFFLINE_AFTER: Duration = Duration::from_secs(5);
+/// A node reachable again for this long gets its share of lock partitions
+/// back (moving them costs their hand-over, so a flapping node waits).
+const REBALANCE_AFTER: Duration = Duration::from_secs(10);
 
 /// The raft ids of the nodes this node can reach (itself included).
 pub type Live = Arc<dyn Fn() -> Vec<u64> + Send + Sync>;
@@ -141,6 +147,8 @@ pub fn start(m: Member) -> Result<(), String> {
             let mut proposed_members = Instant::now() - Duration::from_secs(60);
             let mut confirmed = Instant::now() - CONFIRM_EVERY;
             let mut reassigned = Instant::now() - REASSIGN_EVERY;
+            // Since when the leader sees each node reachable (Ok) or not.
+            let mut seen: Vec<Result<Instant, Instant>> = vec![Ok(Instant::now()); nodes.len()];
             loop {
                 let wait = next_tick.saturating_duration_since(Instant::now());
                 match inbound.recv_timeout(wait) {
@@ -190,13 +198,34 @@ pub fn start(m: Member) -> Result<(), String> {
                 }
                 if replica.is_leader() && reassigned.elapsed() >= REASSIGN_EVERY {
                     reassigned = Instant::now();
+                    let live_now = live();
+                    for (i, s) in seen.iter_mut().enumerate() {
+                        let up = live_now.contains(&(i as u64 + 1));
+                        match (*s, up) {
+                            (Err(_), true) => *s = Ok(Instant::now()),
+                            (Ok(_), false) => *s = Err(Instant::now()),
+                            _ => {}
+                        }
+                    }
+                    for cmd in member_changes(replica.state_machine(), &seen) {
+                        if let Err(e) = replica.propose(cmd.encode()) {
+                            tracing::debug!("proposing a member's state: {e}");
+                        }
+                    }
                     let (epoch, current) = replica.state_machine().lock_assignment();
-                    let live_ids = if epoch == 0 {
-                        (1..=nodes.len() as u64).collect()
+                    let next = if epoch == 0 {
+                        assign_partitions(current, &(1..=nodes.len() as u64).collect::<Vec<_>>())
                     } else {
-                        live()
+                        let settled: Vec<u64> = seen
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, s)| s.is_ok_and(|t| t.elapsed() >= REBALANCE_AFTER))
+                            .map(|(i, _)| i as u64 + 1)
+                            .collect();
+                        assign_partitions(current, &live_now)
+                            .or_else(|| balance_partitions(current, &settled))
                     };
-                    if let Some(next) = assign_partitions(current, &live_ids) {
+                    if let Some(next) = next {
                         let cmd = Command::AssignLocks {
                             epoch: epoch + 1,
                             owners: next,
@@ -267,6 +296,34 @@ pub fn start(m: Member) -> Result<(), String> {
         })
         .map_err(|e| format!("starting the raft thread: {e}"))?;
     Ok(())
+}
+
+/// The member records whose state differs from what the leader sees: a
+/// node unreachable for [`OFFLINE_AFTER`] goes offline, a reachable one
+/// online (`seen[i]` is node `i + 1`'s reachability and since when).
+fn member_changes(state: &ClusterState, seen: &[Result<Instant, Instant>]) -> Vec<Command> {
+    let mut out = Vec::new();
+    for (id, info) in state.nodes() {
+        let Some(s) = seen.get((*id as usize).wrapping_sub(1)) else {
+            continue;
+        };
+        let want = match (info.state, s) {
+            (NodeState::Offline, Ok(_)) => NodeState::Online,
+            (NodeState::Online, Err(since)) if since.elapsed() >= OFFLINE_AFTER => {
+                NodeState::Offline
+            }
+            _ => continue,
+        };
+        tracing::info!(node = %info.endpoint, state = ?want, "recording a member's state");
+        out.push(Command::SetNode {
+            id: *id,
+            info: NodeInfo {
+                endpoint: info.endpoint.clone(),
+                state: want,
+            },
+        });
+    }
+    out
 }
 
 fn step(replica: &mut Replica<FileLog, ClusterState>, m: Message) {
