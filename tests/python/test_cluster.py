@@ -330,6 +330,74 @@ class FourNodes(unittest.TestCase):
         print(f"\nformed in {formed:.1f} s; a new leader {elected:.1f} s after the old one's SIGKILL")
 
 
+class ReplacedNodes(unittest.TestCase):
+    def test_blank_drives_take_their_place_and_a_blank_log_rejoins(self):
+        c = Cluster()
+        self.addCleanup(c.cleanup)
+        for i in range(4):
+            c.start(i)
+        view = c.wait_agreed(range(4), FORM_BOUND_S, "forming")
+        fmt = lambda n, d: read_json(f"{c.root}/n{n}/d{d}/.minio.sys/format.json")
+        before = {(n, d): fmt(n, d) for n in range(1, 5) for d in range(1, 5)}
+
+        # A follower is replaced: new, blank drives, no raft log. It formats
+        # its drives as the deployment's, each with the drive id of its
+        # place; the leader, told that the member lost its log, sends it
+        # the log from the start (its record of the member's log is stale).
+        f = next(i for i in range(4) if c.name(i) != view["leader"])
+        n = f + 1
+        c.kill(f)
+        for d in range(1, 5):
+            shutil.rmtree(f"{c.root}/n{n}/d{d}")
+        others = [i for i in range(4) if i != f]
+        rest = c.wait_agreed(others, ELECT_BOUND_S, "the others without the follower")
+        c.start(f)
+        back = c.wait_agreed(
+            range(4), FORM_BOUND_S, "the replaced node rejoining",
+            until=lambda v: v["applied_index"] >= rest["applied_index"],
+        )
+        for d in range(1, 5):
+            self.assertEqual(fmt(n, d), before[(n, d)], f"n{n}/d{d}")
+        self.assertEqual(back["deployment_id"], view["deployment_id"])
+        log = c.log_tail(f, lines=400)
+        self.assertIn("formatted this node's blank drives", log)
+        self.assertIn("votes only once a leader has reached it", log)
+        self.assertIn("votes again", log)
+        self.assertTrue(os.path.isdir(f"{c.root}/n{n}/d1/.minio.sys/tessera/raft"))
+        leader = next(i for i in range(4) if c.name(i) == back["leader"])
+        self.assertIn("a member lost its log: sending it the log again",
+                      c.log_tail(leader, lines=2000))
+
+        # The first drive of node 1 (the node that formatted the cluster)
+        # is replaced, and its raft log with it: the drive alone is
+        # formatted in place, the member catches up.
+        c.kill(0)
+        shutil.rmtree(f"{c.root}/n1/d1")
+        rest = c.wait_agreed([1, 2, 3], ELECT_BOUND_S, "the others without node 1")
+        c.start(0)
+        c.wait_agreed(range(4), FORM_BOUND_S, "node 1 with a new first drive",
+                      until=lambda v: v["applied_index"] >= rest["applied_index"])
+        for d in range(1, 5):
+            self.assertEqual(fmt(1, d), before[(1, d)], f"n1/d{d}")
+
+        # Blank drives with too few formatted ones to follow are not
+        # formatted: with node 1 down and the drives of nodes 2 and 4
+        # blank, node 3's four formatted drives of sixteen are too few;
+        # nodes 2 and 4 wait and say why.
+        c.stop_all()
+        for n in (2, 4):
+            for d in range(1, 5):
+                shutil.rmtree(f"{c.root}/n{n}/d{d}")
+        for i in (1, 2, 3):
+            c.start(i)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "too few to format" not in c.log_tail(3, lines=50):
+            time.sleep(0.5)
+        self.assertIn("only 4 of pool 1's 16 drives carry the deployment's format", c.log_tail(3, lines=50))
+        self.assertFalse(os.path.exists(f"{c.root}/n4/d1/.minio.sys/format.json"))
+        self.assertFalse(os.path.exists(f"{c.root}/n2/d1/.minio.sys/format.json"))
+
+
 class TlsNodes(unittest.TestCase):
     """Four nodes with https endpoints and one certificate (with the
     loopback address as its name) in each node's certificates directory:

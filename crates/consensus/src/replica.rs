@@ -275,11 +275,40 @@ impl<S: LogStore, M: StateMachine> Replica<S, M> {
     }
     /// A message from a peer. Messages that raft rejects (stale or for
     /// another configuration) are dropped and reported as an error.
-    pub fn step(&mut self, m: Message) -> Result<(), ConsensusError> {
+    pub fn step(&mut self, mut m: Message) -> Result<(), ConsensusError> {
+        // A leader's heartbeat carries a commit index no greater than what
+        // it believes this member holds; beyond this member's log it can
+        // only come from a leader that has not yet learnt that this member
+        // lost its log (see [`Replica::forget_progress`]). raft-rs would
+        // panic on it: the commit index stays where it is instead.
+        if m.get_msg_type() == raft::eraftpb::MessageType::MsgHeartbeat
+            && m.commit > self.node.raft.raft_log.last_index()
+        {
+            m.commit = self.commit_index();
+        }
         let r = self.node.step(m);
         self.redraw_election_timeout();
         Ok(r?)
     }
+    /// On a leader: forgets what it knows of member `id`'s log, because that
+    /// member lost it (a replaced node): the leader probes it from the
+    /// start again, sending entries or a snapshot, instead of ignoring its
+    /// refusals of entries beyond what it holds. Returns whether this
+    /// member led and knew `id`.
+    pub fn forget_progress(&mut self, id: u64) -> bool {
+        if !self.is_leader() || id == self.id() {
+            return false;
+        }
+        match self.node.raft.mut_prs().get_mut(id) {
+            Some(pr) => {
+                pr.matched = 0;
+                pr.become_probe();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Propose `data` for the log (only a leader accepts; others return
     /// `ProposalDropped`).
     pub fn propose(&mut self, data: Vec<u8>) -> Result<(), ConsensusError> {
@@ -538,6 +567,39 @@ mod tests {
         assert_eq!(reads[0].0, 2);
         assert_eq!(reads[0].1.ctx, b"ctx".to_vec());
         assert_eq!(reads[0].1.index, rs[0].commit_index());
+    }
+
+    #[test]
+    fn a_member_that_lost_its_log_catches_up_once_the_leader_forgets_it() {
+        let mut rs = cluster(3);
+        rs[0].campaign().unwrap();
+        settle(&mut rs);
+        for i in 0..5 {
+            rs[0].propose(vec![i]).unwrap();
+            settle(&mut rs);
+        }
+        let commit = rs[0].commit_index();
+        assert!(rs[2].state_machine().0.len() > 5);
+        // Member 3 comes back with a blank log.
+        let voters = vec![1, 2, 3];
+        let s = MemLog::new(ConfState::from((voters, vec![])));
+        rs[2] = Replica::new(3, s, Log::default(), Timing::default()).unwrap();
+        // The leader's heartbeats carry a commit beyond the blank log:
+        // no panic, and nothing is committed on it.
+        for _ in 0..4 {
+            rs[0].tick();
+        }
+        settle(&mut rs);
+        assert_eq!(rs[2].commit_index(), 0);
+        // Told, the leader sends it the log from the start.
+        assert!(rs[0].forget_progress(3));
+        assert!(!rs[1].forget_progress(3), "only a leader forgets");
+        for _ in 0..4 {
+            rs[0].tick();
+        }
+        settle(&mut rs);
+        assert_eq!(rs[2].commit_index(), commit);
+        assert_eq!(rs[2].state_machine().0, rs[0].state_machine().0);
     }
 
     #[test]

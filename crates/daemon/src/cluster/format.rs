@@ -2,7 +2,9 @@
 //! one `format.json` layout (deployment id, sets of drive ids) across every
 //! node's drives, each drive's copy naming itself. Only the node that
 //! serves the first drive of the layout formats, and only when every drive
-//! of every node answers; the other nodes wait for it. Then every node
+//! of every node answers; the other nodes wait for it. A node whose drives
+//! are blank while the rest of the cluster is formatted (a replaced node or
+//! drive) gives each the deployment's format in its place. Then every node
 //! checks its own drives: same deployment, each drive in the place the
 //! endpoints give it.
 
@@ -156,9 +158,72 @@ fn fresh_formats(layout: &[LaidDrive]) -> Result<BTreeMap<String, String>, Strin
     Ok(out)
 }
 
-/// Formats the cluster's drives when this node serves the layout's first
-/// drive and every drive answers unformatted; otherwise waits until this
-/// node's drives are formatted. Logs what it waits for every `report`.
+/// The formats of this node's unformatted drives `blank`, taken from the
+/// cluster's formatted drives (a replaced drive or node): each gets its
+/// pool's format with `this` naming the drive id of its own place, as
+/// MinIO heals the format of a replaced drive. More than half of the
+/// pool's drives must carry one and the same format; anything less is
+/// ambiguous and refused.
+fn healed_formats(
+    layout: &[LaidDrive],
+    answers: &BTreeMap<String, FormatErasureV3>,
+    blank: &[&LaidDrive],
+) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for d in blank {
+        let pool: Vec<&LaidDrive> = layout.iter().filter(|x| x.pool == d.pool).collect();
+        // The formats of the pool's drives, grouped by what they agree on.
+        let mut groups: BTreeMap<(String, Vec<Vec<String>>), usize> = BTreeMap::new();
+        for x in &pool {
+            if let Some(f) = answers.get(&x.endpoint) {
+                *groups.entry((f.id.clone(), f.xl.sets.clone())).or_default() += 1;
+            }
+        }
+        let Some(((id, sets), n)) = groups.into_iter().max_by_key(|(_, n)| *n) else {
+            return Err(format!("no drive of pool {} is formatted", d.pool + 1));
+        };
+        if n * 2 <= pool.len() {
+            return Err(format!(
+                "only {n} of pool {}'s {} drives carry the deployment's format: too few to                  format the others from",
+                d.pool + 1,
+                pool.len()
+            ));
+        }
+        let this = sets
+            .get(d.set)
+            .and_then(|s| s.get(d.disk))
+            .ok_or_else(|| {
+                format!(
+                    "the deployment's format has no place for drive {} (set {}, drive {})",
+                    d.endpoint,
+                    d.set + 1,
+                    d.disk + 1
+                )
+            })?
+            .clone();
+        let reference = pool
+            .iter()
+            .filter_map(|x| answers.get(&x.endpoint))
+            .find(|f| f.id == id && f.xl.sets == sets)
+            .expect("the group has a member");
+        let mut f = reference.clone();
+        f.xl.this = this;
+        out.insert(
+            d.endpoint.clone(),
+            String::from_utf8_lossy(&f.to_json()).into_owned(),
+        );
+    }
+    Ok(out)
+}
+
+/// Brings this node's drives to the deployment's format:
+/// - all formatted: nothing to do;
+/// - some drives of the cluster formatted: this node's unformatted drives
+///   (replaced ones) get the deployment's format in their place;
+/// - none formatted: the node serving the layout's first drive formats
+///   every drive once every node answers; the others wait for it.
+///
+/// Logs what it waits for every `report`.
 pub async fn format_or_wait(
     nodes: &ClusterNodes,
     local: &LocalDrives,
@@ -169,30 +234,20 @@ pub async fn format_or_wait(
         .layout
         .first()
         .ok_or_else(|| "no drives in the layout".to_owned())?;
+    let formatter = &nodes.nodes[first.node];
     let mut last = Instant::now();
-    if first.node != nodes.me {
-        let formatter = &nodes.nodes[first.node];
-        loop {
-            if local.status().await?.iter().all(|(_, f)| f.is_some()) {
-                return Ok(());
-            }
-            if last.elapsed() >= report {
-                tracing::info!("waiting for node {formatter} to format the cluster's drives");
-                last = Instant::now();
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
-    // This node formats: every node's drives must answer first.
     loop {
-        let mut formatted = 0;
-        let mut total = local.drives.len();
-        formatted += local
-            .status()
-            .await?
-            .iter()
-            .filter(|(_, f)| f.is_some())
-            .count();
+        let mine = local.status().await?;
+        if mine.iter().all(|(_, f)| f.is_some()) {
+            return Ok(());
+        }
+        let mut answers: BTreeMap<String, FormatErasureV3> = BTreeMap::new();
+        let mut total = mine.len();
+        for (endpoint, f) in mine {
+            if let Some(f) = f {
+                answers.insert(endpoint, f);
+            }
+        }
         let mut missing = Vec::new();
         for p in peers {
             match p
@@ -202,28 +257,60 @@ pub async fn format_or_wait(
                 Ok(b) => {
                     let v: Vec<Value> = serde_json::from_slice(&b).unwrap_or_default();
                     total += v.len();
-                    formatted += v.iter().filter(|d| !d["format"].is_null()).count();
+                    for d in v {
+                        let (Some(endpoint), Some(text)) =
+                            (d["endpoint"].as_str(), d["format"].as_str())
+                        else {
+                            continue;
+                        };
+                        if let Ok(f) = FormatErasureV3::from_json(text.as_bytes()) {
+                            answers.insert(endpoint.to_owned(), f);
+                        }
+                    }
                 }
                 Err(e) => missing.push(format!("{} ({e})", p.name())),
             }
         }
-        if missing.is_empty() {
-            if formatted == total {
-                return Ok(());
+        let waiting = if !answers.is_empty() {
+            let blank: Vec<&LaidDrive> = local
+                .drives
+                .iter()
+                .map(|(d, _)| d)
+                .filter(|d| !answers.contains_key(&d.endpoint))
+                .collect();
+            match healed_formats(&nodes.layout, &answers, &blank) {
+                Ok(formats) => {
+                    let body = Bytes::from(serde_json::to_vec(&formats).unwrap_or_default());
+                    local
+                        .serve_write(&body)
+                        .await
+                        .map_err(|f| format!("formatting this node's drives: {}", f.message))?;
+                    tracing::warn!(
+                        drives = ?formats.keys().collect::<Vec<_>>(),
+                        "formatted this node's blank drives as the deployment's                          (replaced drives); their data returns by healing"
+                    );
+                    return Ok(());
+                }
+                // More drives may yet answer, or the first node may be
+                // formatting them right now.
+                Err(why) => format!(
+                    "{} of the cluster's {total} drives answer formatted and this node's \
+                     others are blank; waiting: {why}",
+                    answers.len()
+                ),
             }
-            if formatted > 0 {
-                return Err(format!(
-                    "{formatted} of the cluster's {total} drives are formatted and the others \
-                     are not: formatting only a part of a cluster's drives is not done yet"
-                ));
-            }
+        } else if first.node == nodes.me && missing.is_empty() {
             break;
-        }
-        if last.elapsed() >= report {
-            tracing::info!(
+        } else if first.node == nodes.me {
+            format!(
                 "waiting for every node before formatting the drives: {}",
                 missing.join(", ")
-            );
+            )
+        } else {
+            format!("waiting for node {formatter} to format the cluster's drives")
+        };
+        if last.elapsed() >= report {
+            tracing::info!("{waiting}");
             last = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -241,4 +328,79 @@ pub async fn format_or_wait(
     }
     tracing::info!(drives = formats.len(), "formatted the cluster's drives");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(nodes: usize, per_node: usize) -> Vec<LaidDrive> {
+        (0..nodes * per_node)
+            .map(|i| LaidDrive {
+                endpoint: format!("http://n{}:9000/d{}", i / per_node + 1, i % per_node + 1),
+                node: i / per_node,
+                path: format!("/d{}", i % per_node + 1).into(),
+                pool: 0,
+                set: 0,
+                disk: i,
+            })
+            .collect()
+    }
+
+    fn formatted(layout: &[LaidDrive]) -> BTreeMap<String, FormatErasureV3> {
+        fresh_formats(layout)
+            .unwrap()
+            .into_iter()
+            .map(|(e, t)| (e, FormatErasureV3::from_json(t.as_bytes()).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn blank_drives_get_the_format_of_their_place() {
+        let l = layout(4, 4);
+        let all = formatted(&l);
+        let mut answers = all.clone();
+        let blank: Vec<&LaidDrive> = l.iter().filter(|d| d.node == 0).collect();
+        for d in &blank {
+            answers.remove(&d.endpoint);
+        }
+        let healed = healed_formats(&l, &answers, &blank).unwrap();
+        assert_eq!(healed.len(), 4);
+        for d in &blank {
+            let f = FormatErasureV3::from_json(healed[&d.endpoint].as_bytes()).unwrap();
+            assert_eq!(f, all[&d.endpoint], "{}", d.endpoint);
+        }
+    }
+
+    #[test]
+    fn too_few_or_split_formats_are_not_followed() {
+        let l = layout(4, 4);
+        let all = formatted(&l);
+        // Half of the drives formatted is not more than half.
+        let answers: BTreeMap<_, _> = all
+            .iter()
+            .take(8)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let blank: Vec<&LaidDrive> = l
+            .iter()
+            .filter(|d| !answers.contains_key(&d.endpoint))
+            .collect();
+        let e = healed_formats(&l, &answers, &blank).unwrap_err();
+        assert!(e.contains("only 8 of pool 1's 16 drives"), "{e}");
+        // Nine drives of one deployment and four of another: the nine win.
+        let other = formatted(&l);
+        let mut answers: BTreeMap<_, _> = all
+            .iter()
+            .take(9)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (k, v) in other.iter().skip(9).take(4) {
+            answers.insert(k.clone(), v.clone());
+        }
+        let last = l.last().unwrap();
+        let healed = healed_formats(&l, &answers, &[last]).unwrap();
+        let f = FormatErasureV3::from_json(healed[&last.endpoint].as_bytes()).unwrap();
+        assert_eq!(f, all[&last.endpoint]);
+    }
 }

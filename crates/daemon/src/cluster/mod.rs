@@ -593,6 +593,22 @@ pub async fn run(
             }
         }
     });
+    let (forget_tx, forget_rx) = std::sync::mpsc::sync_channel::<u64>(64);
+    let names = nodes.nodes.clone();
+    service.unary("raft.forget", move |from: String, _: Bytes| {
+        // Only the caller's own record: the name is the authenticated one.
+        let r = match names.iter().position(|n| *n == from) {
+            Some(i) => {
+                let _ = forget_tx.try_send(i as u64 + 1);
+                Ok(Bytes::new())
+            }
+            None => Err(Failure {
+                status: 404,
+                message: format!("{from} is not a member"),
+            }),
+        };
+        async move { r }
+    });
     let inbound: raft_node::Inbound = inbound_tx;
     service.unary("raft.step", move |_, body: Bytes| {
         let r = if body.len() > MAX_BATCH_BYTES {
@@ -618,6 +634,15 @@ pub async fn run(
         async move { r }
     });
 
+    // A node that starts with an empty raft log asks whether the cluster
+    // has a history (a replaced node) before it votes.
+    let raft_view = Arc::new(Mutex::new(RaftView::default()));
+    let rv = Arc::clone(&raft_view);
+    service.unary("raft.history", move |_, _: Bytes| {
+        let commit = rv.lock().unwrap_or_else(|e| e.into_inner()).commit;
+        async move { Ok::<_, Failure>(Bytes::copy_from_slice(&commit.to_be_bytes())) }
+    });
+
     for op in ["acquire", "refresh", "release"] {
         let locks = Arc::clone(&locks);
         service.unary(&format!("lock.{op}"), move |_, body: Bytes| {
@@ -625,7 +650,6 @@ pub async fn run(
             async move { r }
         });
     }
-    let raft_view = Arc::new(Mutex::new(RaftView::default()));
     let node = Arc::new(Node {
         me: me.clone(),
         rpc: service,
@@ -707,8 +731,20 @@ pub async fn run(
                 .collect()
         })
     };
-    raft_node::start(raft_node::Member {
+    let mut history = false;
+    for p in &peers {
+        if let Ok(b) = p
+            .call("raft.history", Bytes::new(), Some(Duration::from_secs(2)))
+            .await
+            && let Ok(commit) = <[u8; 8]>::try_from(&b[..])
+        {
+            history |= u64::from_be_bytes(commit) > 0;
+        }
+    }
+    let lost_log = raft_node::start(raft_node::Member {
         id: nodes.me as u64 + 1,
+        cluster_has_history: history,
+        forgotten: forget_rx,
         dir,
         nodes: nodes.nodes.clone(),
         peers: peer_slots,
@@ -718,6 +754,27 @@ pub async fn run(
         live,
     })
     .map_err(ConfigError)?;
+    if lost_log {
+        // The leader must learn that this member's log is gone, or it
+        // ignores the member's refusals of entries it believes it sent.
+        // Told until the log arrives: a peer that leads later starts
+        // afresh anyway.
+        let peers = peers.clone();
+        let view = Arc::clone(&node.raft);
+        tokio::spawn(async move {
+            let until = tokio::time::Instant::now() + Duration::from_secs(120);
+            while tokio::time::Instant::now() < until
+                && view.lock().unwrap_or_else(|e| e.into_inner()).commit == 0
+            {
+                for p in &peers {
+                    let _ = p
+                        .call("raft.forget", Bytes::new(), Some(Duration::from_secs(2)))
+                        .await;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+    }
     notifier.ready("cluster member running");
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -37,6 +37,10 @@ const OFFLINE_AFTER: Duration = Duration::from_secs(5);
 /// A node reachable again for this long gets its share of lock partitions
 /// back (moving them costs their hand-over, so a flapping node waits).
 const REBALANCE_AFTER: Duration = Duration::from_secs(10);
+/// How long a member that lost its log withholds its vote when no leader
+/// reaches it: far beyond the longest election (20 ticks), so no election
+/// it may have voted in before is still open.
+const AMNESIA_WAIT: Duration = Duration::from_secs(30);
 
 /// The raft ids of the nodes this node can reach (itself included).
 pub type Live = Arc<dyn Fn() -> Vec<u64> + Send + Sync>;
@@ -99,6 +103,9 @@ pub fn decode_batch(mut data: &[u8]) -> Result<Vec<Message>, String> {
 pub struct Member {
     /// Its raft id: 1-based index of `nodes`.
     pub id: u64,
+    /// Whether a peer reported a committed raft log at start: with an
+    /// empty log of its own, this member lost its state (a replaced node).
+    pub cluster_has_history: bool,
     /// Where its log lives.
     pub dir: std::path::PathBuf,
     /// Every node's name, in endpoint order.
@@ -107,6 +114,9 @@ pub struct Member {
     pub peers: Vec<Option<Peer>>,
     /// Messages from the peers.
     pub inbound: Receiver<Message>,
+    /// Raft ids of members that lost their log (a replaced node says so):
+    /// a leader probes them from the start.
+    pub forgotten: Receiver<u64>,
     /// Where it shows what it knows.
     pub view: Arc<Mutex<RaftView>>,
     /// The node's lock service, which it gives assignments and
@@ -116,15 +126,19 @@ pub struct Member {
     pub live: Live,
 }
 
-/// Starts the member. Returns once the log is open; the member runs on its
+/// Starts the member. Returns once the log is open, with whether it is
+/// empty while the cluster has a history (this node lost its log); the
+/// member runs on its
 /// own thread from then on.
-pub fn start(m: Member) -> Result<(), String> {
+pub fn start(m: Member) -> Result<bool, String> {
     let Member {
         id,
+        cluster_has_history,
         dir,
         nodes,
         peers,
         inbound,
+        forgotten,
         view,
         locks,
         live,
@@ -136,6 +150,20 @@ pub fn start(m: Member) -> Result<(), String> {
         heartbeat_tick: 2,
         election_tick: 10,
     };
+    let empty = raft::Storage::initial_state(&log).is_ok_and(|s| s.hard_state.term == 0)
+        && raft::Storage::last_index(&log).is_ok_and(|i| i == 0);
+    // A member that lost its log may have voted in a term it no longer
+    // remembers: it casts no vote until a leader reaches it (its term is
+    // then the current one) or until any election it could have voted in
+    // is long over.
+    let lost_log = empty && cluster_has_history;
+    let mut amnesiac = lost_log.then(Instant::now);
+    if amnesiac.is_some() {
+        tracing::warn!(
+            "this node's raft log is empty while the cluster has a history (a replaced \
+             node): it votes only once a leader has reached it"
+        );
+    }
     let mut replica = Replica::new(id, log, ClusterState::default(), timing)
         .map_err(|e| format!("starting raft: {e}"))?;
     let outbound: Vec<Option<tokio::sync::mpsc::Sender<Message>>> =
@@ -153,13 +181,31 @@ pub fn start(m: Member) -> Result<(), String> {
                 let wait = next_tick.saturating_duration_since(Instant::now());
                 match inbound.recv_timeout(wait) {
                     Ok(m) => {
-                        step(&mut replica, m);
+                        step(&mut replica, m, amnesiac.is_some());
                         while let Ok(m) = inbound.try_recv() {
-                            step(&mut replica, m);
+                            step(&mut replica, m, amnesiac.is_some());
                         }
                     }
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => return,
+                }
+                while let Ok(who) = forgotten.try_recv() {
+                    if replica.forget_progress(who) {
+                        tracing::info!(
+                            member = who,
+                            "a member lost its log: sending it the log again"
+                        );
+                    }
+                }
+                if let Some(since) = amnesiac
+                    && (replica.leader_id() != 0 || since.elapsed() >= AMNESIA_WAIT)
+                {
+                    amnesiac = None;
+                    tracing::info!(
+                        term = replica.term(),
+                        leader = replica.leader_id(),
+                        "this node's raft member votes again"
+                    );
                 }
                 if Instant::now() >= next_tick {
                     replica.tick();
@@ -295,7 +341,7 @@ pub fn start(m: Member) -> Result<(), String> {
             }
         })
         .map_err(|e| format!("starting the raft thread: {e}"))?;
-    Ok(())
+    Ok(lost_log)
 }
 
 /// The member records whose state differs from what the leader sees: a
@@ -326,7 +372,12 @@ fn member_changes(state: &ClusterState, seen: &[Result<Instant, Instant>]) -> Ve
     out
 }
 
-fn step(replica: &mut Replica<FileLog, ClusterState>, m: Message) {
+/// Steps a peer's message; while `no_vote`, vote requests go unanswered.
+fn step(replica: &mut Replica<FileLog, ClusterState>, m: Message, no_vote: bool) {
+    use raft::eraftpb::MessageType::{MsgRequestPreVote, MsgRequestVote};
+    if no_vote && matches!(m.get_msg_type(), MsgRequestVote | MsgRequestPreVote) {
+        return;
+    }
     if let Err(e) = replica.step(m) {
         tracing::debug!("raft: a message refused: {e}");
     }
