@@ -53,6 +53,21 @@ def admin_token():
     return next(l.split()[-1] for l in out.splitlines() if "bearer_token" in l)
 
 
+def mc_admin_info(c, i):
+    """`mc admin info --json` through node i, as mc decoded it."""
+    from test_mc import mc_binary
+    config = tempfile.mkdtemp(prefix="tessera-cluster-mc-")
+    try:
+        env = dict(os.environ, MC_HOST_c=f"http://{ACCESS_KEY}:{SECRET_KEY}@{c.name(i)}")
+        done = subprocess.run([mc_binary(), "--config-dir", config, "--json", "admin", "info", "c"],
+                              env=env, capture_output=True, timeout=60)
+    finally:
+        shutil.rmtree(config, ignore_errors=True)
+    out = json.loads(done.stdout)
+    assert out["status"] == "success", out
+    return out["info"]
+
+
 def lock_call(url, token, timeout=15, **params):
     """POST /tessera/cluster/locks with `params`: (status, JSON)."""
     query = urllib.parse.urlencode(params)
@@ -213,6 +228,18 @@ class FourNodes(unittest.TestCase):
         self.assertTrue(all(f["xl"]["sets"] == sets for f in formats))
         self.assertEqual([f["xl"]["this"] for f in formats], sets[0])
         self.assertEqual(formats[0]["format"], "xl")
+        # mc admin info through any node shows every node and drive.
+        info = mc_admin_info(c, 2)
+        self.assertEqual(info["deploymentID"], view["deployment_id"])
+        self.assertEqual(sorted(s["endpoint"] for s in info["servers"]),
+                         sorted(c.name(i) for i in range(4)))
+        self.assertTrue(all(s["state"] == "online" for s in info["servers"]), info["servers"])
+        drives = [d for s in info["servers"] for d in s["drives"]]
+        self.assertEqual(len(drives), 16)
+        self.assertEqual(sorted(d["uuid"] for d in drives), sorted(sets[0]))
+        self.assertTrue(all(d["state"] == "ok" for d in drives), drives)
+        self.assertEqual(info["backend"]["onlineDisks"], 16)
+        self.assertEqual(info["backend"]["totalDrivesPerSet"], [16])
 
         # The leader dies: the other three elect another in a later term,
         # and keep every committed entry.
@@ -261,6 +288,12 @@ class FourNodes(unittest.TestCase):
         for i in others:
             self.assertEqual(member_state(c.status(i), follower), "Offline")
         self.assertEqual(sum(c.status(i)["lock_partitions_owned"] for i in others), 64)
+        info = mc_admin_info(c, others[0])
+        gone = next(s for s in info["servers"] if s["endpoint"] == c.name(follower))
+        self.assertEqual(gone["state"], "offline")
+        self.assertEqual([d["state"] for d in gone["drives"]], ["offline"] * 4)
+        self.assertEqual(info["backend"]["onlineDisks"], 12)
+        self.assertEqual(info["backend"]["offlineDisks"], 4)
         c.start(follower)
         c.wait_agreed(range(4), FORM_BOUND_S, "the follower rejoining",
                       until=lambda v: member_state(v, follower) == "Online")

@@ -12,7 +12,11 @@
 //!   body to the signature (`x-amz-content-sha256`, verified while the body
 //!   streams), and an incremental decoder of `aws-chunked` bodies (signed
 //!   chunks, checksum trailers).
+//! - [`admin`]: MinIO's admin info call (`mc admin info`): the document, the
+//!   drive probes and the admin authentication, public for servers that
+//!   answer it for several nodes.
 
+pub mod admin;
 mod admission;
 pub mod auth;
 mod body;

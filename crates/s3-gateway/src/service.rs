@@ -155,6 +155,10 @@ pub struct Gateway {
     admission: Admission,
     /// The share of unauthenticated browser POST forms.
     post_admission: Admission,
+    /// Authentication of MinIO's admin API.
+    pub(crate) admin_auth: crate::admin::AdminAuth,
+    /// When the gateway was made: the server's uptime counts from it.
+    pub(crate) started: Instant,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -222,13 +226,7 @@ impl<B> Ctx<B> {
 impl Gateway {
     /// A gateway serving `layer`.
     pub fn new(layer: Arc<ObjectLayer>, config: GatewayConfig) -> Gateway {
-        let mut creds = StaticCredentials::new();
-        for (access, secret) in &config.credentials {
-            creds.insert(
-                access.clone(),
-                Credentials::new(secret.clone(), Principal::new(access.clone())),
-            );
-        }
+        let creds = static_credentials(&config.credentials);
         let auth = AuthConfig {
             region: config.region.clone(),
             sigv2: config.sigv2,
@@ -239,6 +237,8 @@ impl Gateway {
             verifier: Verifier::new(auth, creds),
             admission: Admission::new(config.limits.max_requests, config.limits.request_wait),
             post_admission: Admission::new(post_forms_bound(&config.limits), Duration::ZERO),
+            admin_auth: crate::admin::AdminAuth::new(&config.region, &config.credentials),
+            started: Instant::now(),
             config,
             observer: None,
         }
@@ -358,12 +358,11 @@ impl Gateway {
         B::Error: std::fmt::Display,
     {
         self.check_headers(ctx)?;
-        // MinIO's admin API (what `mc admin` sends) is not served: a clear
-        // answer before routing or authentication, which would otherwise
-        // read its path as bucket `minio` and its signing as S3's.
-        if let Some(e) = admin_api(ctx.parts.uri.path()) {
-            ctx.api = "AdminAPI";
-            return Err(e);
+        // MinIO's admin API (what `mc admin` sends) before routing and S3's
+        // authentication, which would read its path as bucket `minio` and
+        // refuse the scope madmin-go signs with.
+        if let Some(call) = crate::admin::route(&ctx.parts.method, ctx.parts.uri.path()) {
+            return self.serve_admin(ctx, call).await;
         }
         self.route(ctx)?;
         // Browser uploads carry their signature in the form, not the head:
@@ -477,19 +476,17 @@ impl Gateway {
     }
 }
 
-/// The answer to a request for MinIO's admin API (`/minio/admin/...`), by
-/// any method and under any host, as MinIO routes it.
-fn admin_api(raw_path: &str) -> Option<S3Error> {
-    if raw_path != "/minio/admin" && !raw_path.starts_with("/minio/admin/") {
-        return None;
+/// The credentials provider of `pairs` (access key, secret key), each
+/// acting as the principal of its access key.
+pub(crate) fn static_credentials(pairs: &[(String, String)]) -> StaticCredentials {
+    let mut creds = StaticCredentials::new();
+    for (access, secret) in pairs {
+        creds.insert(
+            access.clone(),
+            Credentials::new(secret.clone(), Principal::new(access.clone())),
+        );
     }
-    // The path is echoed for the operator, cut short: a long one names the
-    // same API.
-    let shown: String = raw_path.chars().take(128).collect();
-    Some(S3Error::with_message(
-        "NotImplemented",
-        format!("The MinIO admin API ({shown}) is not implemented by Tessera"),
-    ))
+    creds
 }
 
 /// Decodes a query string (`+` is a space, as Go's `url.ParseQuery`, which

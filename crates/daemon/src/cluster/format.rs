@@ -55,6 +55,18 @@ impl LocalDrives {
         Ok(out)
     }
 
+    /// What `mc admin info` shows of this node's drives (the node-RPC
+    /// method `admin.drives`), each probed under the admin probe's
+    /// deadline.
+    pub async fn info(&self) -> Vec<s3_gateway::admin::DriveInfo> {
+        let places = self
+            .drives
+            .iter()
+            .map(|(d, drive)| (Arc::clone(drive) as Arc<dyn drive::Drive>, place(d)))
+            .collect();
+        s3_gateway::admin::probe_drives(places, s3_gateway::admin::PROBE_TIMEOUT).await
+    }
+
     /// The node-RPC method `format.status`.
     pub async fn serve_status(&self) -> Result<Bytes, Failure> {
         let status = self.status().await.map_err(Failure::from)?;
@@ -126,6 +138,17 @@ impl LocalDrives {
         reference
             .and_then(|r| r.deployment_id())
             .ok_or_else(|| "this node has no drives".to_owned())
+    }
+}
+
+/// Where a drive of the layout sits, as `mc admin info` shows it.
+pub fn place(d: &LaidDrive) -> s3_gateway::admin::DrivePlace {
+    s3_gateway::admin::DrivePlace {
+        endpoint: d.endpoint.clone(),
+        path: d.path.display().to_string(),
+        pool: d.pool,
+        set: d.set,
+        disk: d.disk,
     }
 }
 

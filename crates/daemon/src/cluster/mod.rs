@@ -14,6 +14,7 @@
 //! the lock service) is not built yet: S3 requests are answered with 503
 //! `ServiceUnavailable` and a message that says so.
 
+mod admin;
 mod bootstrap;
 mod format;
 mod locks;
@@ -56,6 +57,7 @@ struct Node {
     locks: Arc<locks::Locks>,
     /// The deployment id of the drives, once checked.
     deployment: Mutex<Option<String>>,
+    admin: admin::Admin,
 }
 
 impl Node {
@@ -432,6 +434,14 @@ impl Node {
                 self.metrics(),
             );
         }
+        if let Some(call) = s3_gateway::admin::route(&method, &path) {
+            let deployment = self
+                .deployment
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            return self.admin.serve(call, req, deployment).await;
+        }
         if path == "/tessera/cluster/locks" {
             // Root credentials only, whatever the metrics' setting.
             if let Some(refusal) = self.admin_auth.check(req.headers()) {
@@ -544,6 +554,13 @@ pub async fn run(
         peers.push(p);
     }
 
+    let parity = placement::parity::StorageClassConfig::resolve(
+        cfg.standard_parity
+            .map(placement::parity::StorageClass::new),
+        cfg.rrs_parity.map(placement::parity::StorageClass::new),
+        cfg.drives.set_sizes.first().copied().unwrap_or(0),
+    )
+    .map_err(|e| ConfigError(format!("storage class: {e}")))?;
     let agreement = Agreement {
         endpoints: nodes.endpoints.clone(),
         set_sizes: cfg.drives.set_sizes.clone(),
@@ -575,6 +592,18 @@ pub async fn run(
         async move {
             tracing::info!(peer = %from, "formatting this node's drives");
             ld.serve_write(&body).await
+        }
+    });
+    let ld = Arc::clone(&local_drives);
+    let started = std::time::Instant::now();
+    service.unary("admin.drives", move |_, _: Bytes| {
+        let ld = Arc::clone(&ld);
+        async move {
+            let answer = admin::NodeDrives {
+                uptime_s: started.elapsed().as_secs(),
+                drives: ld.info().await,
+            };
+            Ok::<_, Failure>(Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()))
         }
     });
     let ours = agreement.clone();
@@ -659,6 +688,25 @@ pub async fn run(
         started: SystemTime::now(),
         locks: Arc::clone(&locks),
         deployment: Mutex::new(None),
+        admin: admin::Admin {
+            auth: s3_gateway::admin::AdminAuth::new(
+                &cfg.region,
+                &[(
+                    cfg.credentials.user.clone(),
+                    cfg.credentials.password.clone(),
+                )],
+            ),
+            me: nodes.me,
+            nodes: nodes.nodes.clone(),
+            peers: peer_slots.clone(),
+            layout: nodes.layout.clone(),
+            local: Arc::clone(&local_drives),
+            scheme: if tls.is_some() { "https" } else { "http" },
+            region: cfg.region.clone(),
+            standard_parity: parity.standard_parity(),
+            rrs_parity: parity.rrs_parity(),
+            started: std::time::Instant::now(),
+        },
         admin_auth: crate::metrics::MetricsAuth::Jwt {
             access: cfg.credentials.user.clone(),
             secret: cfg.credentials.password.clone(),

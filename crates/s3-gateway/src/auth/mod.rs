@@ -106,6 +106,12 @@ pub struct AuthConfig {
     /// on by default, as MinIO. Off, such requests get S3's answer to an
     /// unsupported mechanism.
     pub sigv2: bool,
+    /// Whether a credential scope that names no region
+    /// (`<date>//s3/aws4_request`) is accepted besides one naming
+    /// `region`. madmin-go, the library behind `mc admin`, signs so, and
+    /// MinIO takes it on its admin API; off by default, so S3 requests
+    /// must name the region.
+    pub accept_empty_region: bool,
 }
 
 impl Default for AuthConfig {
@@ -116,6 +122,7 @@ impl Default for AuthConfig {
             max_clock_skew: Duration::from_secs(15 * 60),
             limits: AuthLimits::default(),
             sigv2: true,
+            accept_empty_region: false,
         }
     }
 }

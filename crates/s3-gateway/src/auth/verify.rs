@@ -453,7 +453,9 @@ impl<P: CredentialsProvider> Verifier<P> {
                 ),
                 None,
             )
-        } else if scope.region() != self.config.region {
+        } else if scope.region() != self.config.region
+            && !(scope.region().is_empty() && self.config.accept_empty_region)
+        {
             (
                 format!(
                     "the region '{}' is wrong; expecting '{}'",

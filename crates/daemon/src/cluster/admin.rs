@@ -1,0 +1,192 @@
+//! MinIO's admin info (`GET /minio/admin/v3/info`, what `mc admin info`
+//! shows) for a cluster: every node probes its own drives and answers
+//! `admin.drives` over the node RPC; a node that does not answer in time
+//! shows offline, with the drives the layout gives it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use rpc::{Peer, RpcBody, full};
+use s3_gateway::S3Error;
+use s3_gateway::admin::{
+    AdminAuth, AdminCall, Count, Deployment, DriveInfo, InfoMessage, ServerProperties, Usage,
+};
+use serde::{Deserialize, Serialize};
+
+use super::format::{LocalDrives, place};
+use crate::config::LaidDrive;
+
+/// Largest admin request body read (the info call has none).
+const MAX_BODY: usize = 64 * 1024;
+/// How long the info call waits for each node's drives.
+const NODE_DEADLINE: Duration = Duration::from_secs(5);
+
+/// A node's answer to `admin.drives`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NodeDrives {
+    /// Seconds since the node started.
+    pub uptime_s: u64,
+    /// Its drives, probed.
+    pub drives: Vec<DriveInfo>,
+}
+
+/// What the admin info of the cluster is built from.
+pub struct Admin {
+    pub auth: AdminAuth,
+    /// This node's index in `nodes`.
+    pub me: usize,
+    /// Every node's name (`host:port`), in endpoint order.
+    pub nodes: Vec<String>,
+    /// `peers[i]` calls node `i` (`None` for this node).
+    pub peers: Vec<Option<Peer>>,
+    pub layout: Vec<LaidDrive>,
+    pub local: Arc<LocalDrives>,
+    pub scheme: &'static str,
+    pub region: String,
+    pub standard_parity: usize,
+    pub rrs_parity: usize,
+    pub started: std::time::Instant,
+}
+
+impl Admin {
+    /// Answers an admin call: the info after the root user's signature is
+    /// checked, MinIO's error document otherwise.
+    pub async fn serve(
+        &self,
+        call: AdminCall,
+        req: Request<Incoming>,
+        deployment: Option<String>,
+    ) -> Response<RpcBody> {
+        let path = req.uri().path().to_owned();
+        let head = req.method() == Method::HEAD;
+        let refuse = |e: &S3Error| s3_gateway::error_document(e, &path, head).map(|b| b.boxed());
+        match call {
+            AdminCall::Unsupported(e) => refuse(&e),
+            AdminCall::ServerInfo => {
+                let (parts, body) = req.into_parts();
+                let body = match Limited::new(body, MAX_BODY).collect().await {
+                    Ok(b) => b.to_bytes(),
+                    Err(_) => {
+                        return refuse(&S3Error::with_message(
+                            "InvalidRequest",
+                            "The admin request's body is too large or was cut short.",
+                        ));
+                    }
+                };
+                if let Err(e) = self.auth.authenticate(&parts, &body) {
+                    return refuse(&e);
+                }
+                let info = self.info(deployment.unwrap_or_default()).await;
+                let mut r = Response::new(full(info.to_json()));
+                *r.status_mut() = StatusCode::OK;
+                r.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/json"),
+                );
+                r
+            }
+        }
+    }
+
+    /// Every node's drives, asked of all nodes at once.
+    async fn info(&self, deployment_id: String) -> InfoMessage {
+        let mut asks = tokio::task::JoinSet::new();
+        for (i, p) in self.peers.iter().enumerate() {
+            if let Some(p) = p.clone() {
+                asks.spawn(async move {
+                    let answer = match p
+                        .call("admin.drives", Bytes::new(), Some(NODE_DEADLINE))
+                        .await
+                    {
+                        Ok(b) => serde_json::from_slice::<NodeDrives>(&b)
+                            .map_err(|e| tracing::warn!(peer = %p.name(), "admin.drives: {e}"))
+                            .ok(),
+                        Err(e) => {
+                            tracing::warn!(peer = %p.name(), "admin.drives: {e}");
+                            None
+                        }
+                    };
+                    (i, answer)
+                });
+            }
+        }
+        let mut answers: Vec<Option<NodeDrives>> = self.nodes.iter().map(|_| None).collect();
+        answers[self.me] = Some(NodeDrives {
+            uptime_s: self.started.elapsed().as_secs(),
+            drives: self.local.info().await,
+        });
+        while let Some(joined) = asks.join_next().await {
+            if let Ok((i, Some(a))) = joined {
+                answers[i] = Some(a);
+            }
+        }
+        let servers = self
+            .nodes
+            .iter()
+            .zip(answers)
+            .enumerate()
+            .map(|(i, (name, answer))| match answer {
+                Some(a) => ServerProperties::online(
+                    name.clone(),
+                    self.scheme,
+                    a.uptime_s,
+                    env!("CARGO_PKG_VERSION"),
+                    a.drives,
+                ),
+                None => ServerProperties::offline(
+                    name.clone(),
+                    self.layout
+                        .iter()
+                        .filter(|d| d.node == i)
+                        .map(|d| DriveInfo::offline(place(d)))
+                        .collect(),
+                ),
+            })
+            .collect();
+        let pools = self
+            .layout
+            .iter()
+            .map(|d| d.pool)
+            .max()
+            .map_or(0, |p| p + 1);
+        let sets_per_pool = (0..pools)
+            .map(|p| {
+                self.layout
+                    .iter()
+                    .filter(|d| d.pool == p)
+                    .map(|d| d.set + 1)
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let drives_per_set = (0..pools)
+            .map(|p| {
+                self.layout
+                    .iter()
+                    .filter(|d| d.pool == p && d.set == 0)
+                    .count()
+            })
+            .collect();
+        const NOT_SERVED: &str = "not counted: this release does not serve objects across nodes";
+        InfoMessage::new(
+            Deployment {
+                deployment_id,
+                region: self.region.clone(),
+                standard_parity: self.standard_parity,
+                rrs_parity: self.rrs_parity,
+                sets_per_pool,
+                drives_per_set,
+                buckets: Count::unknown(NOT_SERVED),
+                objects: Count::unknown(NOT_SERVED),
+                versions: Count::unknown(NOT_SERVED),
+                delete_markers: Count::unknown(NOT_SERVED),
+                usage: Usage::unknown(NOT_SERVED),
+            },
+            servers,
+        )
+    }
+}

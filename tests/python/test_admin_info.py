@@ -1,0 +1,196 @@
+"""`mc admin info` (MinIO's admin info call, `GET /minio/admin/v3/info`)
+against a real `tessera server`.
+
+- `mc admin info --json` reports the deployment id of the drives'
+  format.json, every drive with its id (`xl.this`), place, state `ok` and
+  space, the parity and the set layout; plain `mc admin info` exits 0 and
+  prints the drive count line.
+- The raw document carries madmin-go's field names.
+- A drive directory removed under the running server is reported offline
+  and counted out of the online drives.
+- Unsigned: 403 AccessDenied; a wrong secret: 403 SignatureDoesNotMatch;
+  any other admin call is still 501 NotImplemented.
+
+The mc binary comes from TESSERA_MC, as in test_mc.py.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+
+from s3util import client, raw_request
+from test_mc import mc_binary
+from tessera_server import ACCESS_KEY, SECRET_KEY, ServerTestCase, unique_bucket
+
+INFO = "/minio/admin/v3/info"
+
+
+def code_of(body):
+    try:
+        return ET.fromstring(body).findtext("Code")
+    except ET.ParseError:
+        return None
+
+
+def read_format(drive):
+    with open(os.path.join(drive, ".minio.sys", "format.json")) as f:
+        return json.load(f)
+
+
+class McAdminCase(ServerTestCase):
+    """A server with an mc alias `t` for it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.mc_path = mc_binary()
+        super().setUpClass()
+        cls.config_dir = tempfile.mkdtemp(prefix="tessera-mc-admin-")
+        cls.env = dict(os.environ, MC_NO_COLOR="1", NO_PROXY="127.0.0.1,localhost")
+        cls.env.pop("MC_HOST_t", None)
+        done = cls.run_mc("alias", "set", "t", cls.endpoint, ACCESS_KEY, SECRET_KEY, "--api", "S3v4")
+        if done.returncode != 0:
+            raise RuntimeError(f"mc alias set failed: {done.stdout}{done.stderr}")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(getattr(cls, "config_dir", ""), ignore_errors=True)
+        super().tearDownClass()
+
+    @classmethod
+    def run_mc(cls, *args, env=None):
+        command = [cls.mc_path, "--config-dir", cls.config_dir, "--no-color", "--quiet", *args]
+        env = dict(cls.env, **(env or {}))
+        return subprocess.run(command, env=env, capture_output=True, timeout=120)
+
+    def mc(self, *args):
+        """Runs mc; fails the test on a non-zero exit. Returns stdout text."""
+        done = self.run_mc(*args)
+        if done.returncode != 0:
+            self.fail(
+                f"mc {' '.join(args)} exited with {done.returncode}\n"
+                f"stdout:\n{done.stdout.decode(errors='replace')[-3000:]}\n"
+                f"stderr:\n{done.stderr.decode(errors='replace')[-3000:]}\n"
+                f"server log:\n{self.server.log_tail(20)}"
+            )
+        return done.stdout.decode()
+
+    def info_json(self):
+        """The InfoMessage of `mc admin info --json`, as mc decoded it."""
+        out = json.loads(self.mc("--json", "admin", "info", "t"))
+        self.assertEqual(out["status"], "success", out)
+        return out["info"]
+
+    def drive_paths(self):
+        return [os.path.realpath(d) for d in self.server.drives]
+
+
+class AdminInfoTests(McAdminCase):
+    def test_json_reports_the_drives_format_and_layout(self):
+        s3 = client(self.endpoint)
+        bucket = unique_bucket("info")
+        s3.create_bucket(Bucket=bucket)
+        info = self.info_json()
+        formats = [read_format(d) for d in self.server.drives]
+        self.assertEqual({f["id"] for f in formats}, {info["deploymentID"]})
+        self.assertEqual(info["mode"], "online")
+        self.assertEqual(info["region"], "us-east-1")
+        self.assertEqual(info["buckets"]["count"], len(s3.list_buckets()["Buckets"]))
+        # Objects and usage are not counted: zero with the reason.
+        self.assertEqual(info["objects"]["count"], 0)
+        self.assertIn("not counted", info["objects"]["error"])
+        self.assertIn("not counted", info["usage"]["error"])
+
+        backend = info["backend"]
+        self.assertEqual(backend["backendType"], "Erasure")
+        self.assertEqual((backend["onlineDisks"], backend["offlineDisks"]), (4, 0))
+        self.assertEqual((backend["standardSCParity"], backend["rrSCParity"]), (2, 1))
+        self.assertEqual((backend["totalSets"], backend["totalDrivesPerSet"]), ([1], [4]))
+
+        [server] = info["servers"]
+        self.assertEqual(server["state"], "online")
+        self.assertEqual(server["endpoint"], self.endpoint.removeprefix("http://"))
+        self.assertEqual(server["scheme"], "http")
+        self.assertEqual(server["network"], {server["endpoint"]: "online"})
+        self.assertEqual((server["poolNumber"], server["poolNumbers"]), (1, [1]))
+        # mc leaves out an uptime of 0 s (a server started this second).
+        self.assertGreaterEqual(server.get("uptime", 0), 0)
+        drives = server["drives"]
+        self.assertEqual([d["path"] for d in drives], self.drive_paths())
+        for i, (d, f) in enumerate(zip(drives, formats)):
+            with self.subTest(drive=d["path"]):
+                self.assertEqual(d["state"], "ok")
+                self.assertEqual(d["endpoint"], d["path"])
+                self.assertEqual(d["uuid"], f["xl"]["this"])
+                self.assertEqual(f["xl"]["sets"][0][i], f["xl"]["this"])
+                self.assertEqual((d["pool_index"], d["set_index"], d["disk_index"]), (0, 0, i))
+                self.assertGreater(d["totalspace"], 0)
+                self.assertGreater(d["availspace"], 0)
+                self.assertLessEqual(d["usedspace"], d["totalspace"])
+                st = os.statvfs(d["path"])
+                self.assertEqual(d["totalspace"], st.f_blocks * st.f_frsize)
+
+    def test_plain_output_prints_the_drive_line(self):
+        out = self.mc("admin", "info", "t")
+        self.assertIn(self.endpoint.removeprefix("http://"), out)
+        self.assertIn("Drives: 4/4 OK", out)
+        self.assertIn("4 drives online, 0 drives offline, EC:2", out)
+
+    def test_raw_document_has_madmin_field_names(self):
+        r = raw_request(self.endpoint, "GET", INFO, "metrics=false")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.headers["content-type"], "application/json")
+        doc = json.loads(r.body)
+        for key in ("mode", "region", "deploymentID", "buckets", "objects", "usage", "backend", "servers"):
+            self.assertIn(key, doc)
+        self.assertEqual(
+            set(doc["backend"]),
+            {"backendType", "onlineDisks", "offlineDisks", "standardSCParity", "rrSCParity",
+             "totalSets", "totalDrivesPerSet"},
+        )
+        drive = doc["servers"][0]["drives"][0]
+        for key in ("endpoint", "path", "state", "uuid", "totalspace", "usedspace", "availspace",
+                    "pool_index", "set_index", "disk_index"):
+            self.assertIn(key, drive)
+
+    def test_unsigned_request_is_access_denied(self):
+        r = raw_request(self.endpoint, "GET", INFO, sign=False)
+        self.assertEqual((r.status, code_of(r.body)), (403, "AccessDenied"), r)
+
+    def test_wrong_secret_is_a_signature_mismatch(self):
+        r = raw_request(self.endpoint, "GET", INFO, secret_key=SECRET_KEY + "x")
+        self.assertEqual((r.status, code_of(r.body)), (403, "SignatureDoesNotMatch"), r)
+        # `mc alias set` checks the keys; MC_HOST_<alias> does not.
+        host = self.endpoint.removeprefix("http://")
+        wrong = f"http://{ACCESS_KEY}:{SECRET_KEY}x@{host}"
+        done = self.run_mc("admin", "info", "wrong", env={"MC_HOST_wrong": wrong})
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(b"signature", (done.stdout + done.stderr).lower())
+
+    def test_other_admin_calls_are_not_implemented(self):
+        for method, path in (("GET", "/minio/admin/v3/list-users"), ("HEAD", INFO), ("POST", INFO)):
+            with self.subTest(method=method, path=path):
+                r = raw_request(self.endpoint, method, path)
+                self.assertEqual(r.status, 501, r)
+                if method != "HEAD":
+                    self.assertEqual(code_of(r.body), "NotImplemented", r)
+        done = self.run_mc("admin", "user", "list", "t")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(b"not implemented", done.stdout + done.stderr)
+
+
+class DriveGoneTests(McAdminCase):
+    def test_removed_drive_is_offline(self):
+        gone = self.server.drives[2]
+        shutil.rmtree(gone)
+        info = self.info_json()
+        self.assertEqual((info["backend"]["onlineDisks"], info["backend"]["offlineDisks"]), (3, 1))
+        states = {d["path"]: d["state"] for d in info["servers"][0]["drives"]}
+        paths = self.drive_paths()
+        self.assertEqual(states[paths[2]], "offline")
+        self.assertEqual([states[p] for p in paths if p != paths[2]], ["ok"] * 3)
+        out = self.mc("admin", "info", "t")
+        self.assertIn("Drives: 3/4 OK", out)
+        self.assertIn("3 drives online, 1 drive offline, EC:2", out)
