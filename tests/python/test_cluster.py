@@ -200,6 +200,8 @@ class FourNodes(unittest.TestCase):
         formed = time.monotonic() - started
         self.assertEqual(sorted(m["node"] for m in view["members"]), sorted(c.name(i) for i in range(4)))
         self.assertEqual(sorted(view["voters"]), sorted(c.name(i) for i in range(4)))
+        # The agreed layout is recorded in the replicated state, once.
+        c.wait_agreed(range(4), 10, "recording the layout", until=lambda v: v["layout_version"] == 1)
         for i in range(4):
             code, _ = http_get(c.url(i, "/minio/health/cluster"))
             self.assertEqual(code, 200)

@@ -399,6 +399,7 @@ impl Node {
                 })
             }).collect::<Vec<_>>(),
             "deployment_id": self.deployment.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            "layout_version": v.layout_version,
             "lock_epoch": self.locks.epoch(),
             "lock_partitions_owned": self.locks.partitions_owned(),
             "locks_held": self.locks.held(),
@@ -793,6 +794,7 @@ pub async fn run(
         id: nodes.me as u64 + 1,
         cluster_has_history: history,
         forgotten: forget_rx,
+        layout: agreement.to_json(),
         dir,
         nodes: nodes.nodes.clone(),
         peers: peer_slots,

@@ -54,6 +54,7 @@ pub struct RaftView {
     pub commit: u64,
     pub applied: u64,
     pub members: Vec<(u64, NodeInfo)>,
+    pub layout_version: u64,
     pub voters: Vec<u64>,
     pub learners: Vec<u64>,
 }
@@ -112,6 +113,9 @@ pub struct Member {
     pub nodes: Vec<String>,
     /// `peers[i]` calls node `i + 1` (`None` for this node).
     pub peers: Vec<Option<Peer>>,
+    /// The layout the nodes agreed on (endpoints, set sizes, parity,
+    /// format version), recorded in the cluster state once.
+    pub layout: Vec<u8>,
     /// Messages from the peers.
     pub inbound: Receiver<Message>,
     /// Raft ids of members that lost their log (a replaced node says so):
@@ -137,6 +141,7 @@ pub fn start(m: Member) -> Result<bool, String> {
         dir,
         nodes,
         peers,
+        layout,
         inbound,
         forgotten,
         view,
@@ -253,6 +258,15 @@ pub fn start(m: Member) -> Result<bool, String> {
                             _ => {}
                         }
                     }
+                    if replica.state_machine().layout().0 == 0 {
+                        let cmd = Command::SetLayout {
+                            version: 1,
+                            blob: layout.clone(),
+                        };
+                        if let Err(e) = replica.propose(cmd.encode()) {
+                            tracing::debug!("proposing the layout: {e}");
+                        }
+                    }
                     for cmd in member_changes(replica.state_machine(), &seen) {
                         if let Err(e) = replica.propose(cmd.encode()) {
                             tracing::debug!("proposing a member's state: {e}");
@@ -335,6 +349,7 @@ pub fn start(m: Member) -> Result<bool, String> {
                         .iter()
                         .map(|(k, v)| (*k, v.clone()))
                         .collect(),
+                    layout_version: replica.state_machine().layout().0,
                     voters: cs.voters.clone(),
                     learners: cs.learners.clone(),
                 };
