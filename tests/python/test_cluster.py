@@ -395,7 +395,7 @@ class ReplacedNodes(unittest.TestCase):
             self.assertEqual(fmt(n, d), before[(n, d)], f"n{n}/d{d}")
         self.assertEqual(back["deployment_id"], view["deployment_id"])
         log = c.log_tail(f, lines=400)
-        self.assertIn("formatted this node's blank drives", log)
+        self.assertIn("formatted this node's blank drives as the deployment's (replaced drives)", log)
         self.assertIn("votes only once a leader has reached it", log)
         self.assertIn("votes again", log)
         self.assertTrue(os.path.isdir(f"{c.root}/n{n}/d1/.minio.sys/tessera/raft"))
@@ -428,7 +428,8 @@ class ReplacedNodes(unittest.TestCase):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and "too few to format" not in c.log_tail(3, lines=50):
             time.sleep(0.5)
-        self.assertIn("only 4 of pool 1's 16 drives carry the deployment's format", c.log_tail(3, lines=50))
+        self.assertIn("only 4 of pool 1's 16 drives carry the deployment's format: too few to "
+                      "format the others from", c.log_tail(3, lines=50))
         self.assertFalse(os.path.exists(f"{c.root}/n4/d1/.minio.sys/format.json"))
         self.assertFalse(os.path.exists(f"{c.root}/n2/d1/.minio.sys/format.json"))
 

@@ -207,7 +207,8 @@ fn healed_formats(
         };
         if n * 2 <= pool.len() {
             return Err(format!(
-                "only {n} of pool {}'s {} drives carry the deployment's format: too few to                  format the others from",
+                "only {n} of pool {}'s {} drives carry the deployment's format: too few to \
+                 format the others from",
                 d.pool + 1,
                 pool.len()
             ));
@@ -310,7 +311,8 @@ pub async fn format_or_wait(
                         .map_err(|f| format!("formatting this node's drives: {}", f.message))?;
                     tracing::warn!(
                         drives = ?formats.keys().collect::<Vec<_>>(),
-                        "formatted this node's blank drives as the deployment's                          (replaced drives); their data returns by healing"
+                        "formatted this node's blank drives as the deployment's \
+                         (replaced drives); their data returns by healing"
                     );
                     return Ok(());
                 }
