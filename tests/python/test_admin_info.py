@@ -17,13 +17,11 @@ The mc binary comes from TESSERA_MC, as in test_mc.py.
 import json
 import os
 import shutil
-import subprocess
-import tempfile
 import xml.etree.ElementTree as ET
 
 from s3util import client, raw_request
-from test_mc import mc_binary
-from tessera_server import ACCESS_KEY, SECRET_KEY, ServerTestCase, unique_bucket
+from test_mc import McCase
+from tessera_server import ACCESS_KEY, SECRET_KEY, unique_bucket
 
 INFO = "/minio/admin/v3/info"
 
@@ -40,42 +38,12 @@ def read_format(drive):
         return json.load(f)
 
 
-class McAdminCase(ServerTestCase):
+class McAdminCase(McCase):
     """A server with an mc alias `t` for it."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.mc_path = mc_binary()
-        super().setUpClass()
-        cls.config_dir = tempfile.mkdtemp(prefix="tessera-mc-admin-")
-        cls.env = dict(os.environ, MC_NO_COLOR="1", NO_PROXY="127.0.0.1,localhost")
-        cls.env.pop("MC_HOST_t", None)
-        done = cls.run_mc("alias", "set", "t", cls.endpoint, ACCESS_KEY, SECRET_KEY, "--api", "S3v4")
-        if done.returncode != 0:
-            raise RuntimeError(f"mc alias set failed: {done.stdout}{done.stderr}")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(getattr(cls, "config_dir", ""), ignore_errors=True)
-        super().tearDownClass()
-
-    @classmethod
-    def run_mc(cls, *args, env=None):
-        command = [cls.mc_path, "--config-dir", cls.config_dir, "--no-color", "--quiet", *args]
-        env = dict(cls.env, **(env or {}))
-        return subprocess.run(command, env=env, capture_output=True, timeout=120)
 
     def mc(self, *args):
         """Runs mc; fails the test on a non-zero exit. Returns stdout text."""
-        done = self.run_mc(*args)
-        if done.returncode != 0:
-            self.fail(
-                f"mc {' '.join(args)} exited with {done.returncode}\n"
-                f"stdout:\n{done.stdout.decode(errors='replace')[-3000:]}\n"
-                f"stderr:\n{done.stderr.decode(errors='replace')[-3000:]}\n"
-                f"server log:\n{self.server.log_tail(20)}"
-            )
-        return done.stdout.decode()
+        return super().mc(*args).decode()
 
     def info_json(self):
         """The InfoMessage of `mc admin info --json`, as mc decoded it."""

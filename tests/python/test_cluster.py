@@ -25,6 +25,7 @@ import urllib.parse
 import urllib.request
 
 from tessera_server import ACCESS_KEY, SECRET_KEY, binary, free_port, stop_process
+from test_mc import mc_binary
 
 # A leader is elected within 2-4 s of a quorum (100 ms ticks, elections
 # after 10-20 ticks); these bounds leave room for a loaded CI machine.
@@ -55,7 +56,6 @@ def admin_token():
 
 def mc_admin_info(c, i):
     """`mc admin info --json` through node i, as mc decoded it."""
-    from test_mc import mc_binary
     config = tempfile.mkdtemp(prefix="tessera-cluster-mc-")
     try:
         env = dict(os.environ, MC_HOST_c=f"http://{ACCESS_KEY}:{SECRET_KEY}@{c.name(i)}")

@@ -8,6 +8,7 @@ is part of the suite, not optional.
 import json
 import os
 import random
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -37,7 +38,12 @@ def mc_binary():
     return path
 
 
-class McTests(ServerTestCase):
+class McCase(ServerTestCase):
+    """A server with an mc alias `t` for it, in a configuration directory of
+    its own; `alias_options` are added to `mc alias set`."""
+
+    alias_options = ()
+
     @classmethod
     def setUpClass(cls):
         cls.mc_path = mc_binary()
@@ -46,22 +52,21 @@ class McTests(ServerTestCase):
         cls.env = dict(os.environ, MC_NO_COLOR="1", NO_PROXY="127.0.0.1,localhost")
         cls.env.pop("MC_HOST_t", None)
         done = cls.run_mc(
-            "alias", "set", "t", cls.endpoint, ACCESS_KEY, SECRET_KEY, "--api", "S3v4", "--path", "on"
+            "alias", "set", "t", cls.endpoint, ACCESS_KEY, SECRET_KEY, "--api", "S3v4", *cls.alias_options
         )
         if done.returncode != 0:
             raise RuntimeError(f"mc alias set failed: {done.stdout}{done.stderr}")
 
     @classmethod
     def tearDownClass(cls):
-        import shutil
-
         shutil.rmtree(getattr(cls, "config_dir", ""), ignore_errors=True)
         super().tearDownClass()
 
     @classmethod
-    def run_mc(cls, *args):
+    def run_mc(cls, *args, env=None):
         command = [cls.mc_path, "--config-dir", cls.config_dir, "--no-color", "--quiet", *args]
-        return subprocess.run(command, env=cls.env, capture_output=True, timeout=300)
+        env = dict(cls.env, **(env or {}))
+        return subprocess.run(command, env=env, capture_output=True, timeout=300)
 
     def mc(self, *args):
         """Runs mc; fails the test on a non-zero exit. Returns stdout bytes."""
@@ -74,6 +79,10 @@ class McTests(ServerTestCase):
                 f"server log:\n{self.server.log_tail(20)}"
             )
         return done.stdout
+
+
+class McTests(McCase):
+    alias_options = ("--path", "on")
 
     def mc_json(self, *args):
         """mc --json ARGS: one JSON document per line."""

@@ -278,14 +278,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         gateway,
         health: Health::new(layer.clone()),
         metrics,
-        metrics_auth: if cfg.prometheus_public {
-            MetricsAuth::Public
-        } else {
-            MetricsAuth::Jwt {
-                access: cfg.credentials.user.clone(),
-                secret: cfg.credentials.password.clone(),
-            }
-        },
+        metrics_auth: MetricsAuth::for_metrics(&cfg),
         layer: layer.clone(),
         scanner: Some(scanner),
     });

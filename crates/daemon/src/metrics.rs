@@ -588,6 +588,24 @@ pub enum MetricsAuth {
 }
 
 impl MetricsAuth {
+    /// Bearer tokens of the root user, whatever the metrics' setting (the
+    /// cluster's lock endpoint).
+    pub fn root(cfg: &crate::config::ServerConfig) -> MetricsAuth {
+        MetricsAuth::Jwt {
+            access: cfg.credentials.user.clone(),
+            secret: cfg.credentials.password.clone(),
+        }
+    }
+
+    /// The metrics' setting: public, or the root user's bearer tokens.
+    pub fn for_metrics(cfg: &crate::config::ServerConfig) -> MetricsAuth {
+        if cfg.prometheus_public {
+            MetricsAuth::Public
+        } else {
+            MetricsAuth::root(cfg)
+        }
+    }
+
     /// `None` when the request may read the metrics, else the refusal.
     pub fn check(&self, headers: &HeaderMap) -> Option<Response<ResponseBody>> {
         let MetricsAuth::Jwt { access, secret } = self else {

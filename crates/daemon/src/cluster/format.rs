@@ -192,28 +192,20 @@ fn healed_formats(
     answers: &BTreeMap<String, FormatErasureV3>,
     blank: &[&LaidDrive],
 ) -> Result<BTreeMap<String, String>, String> {
+    let mut references: BTreeMap<usize, &FormatErasureV3> = BTreeMap::new();
     let mut out = BTreeMap::new();
     for d in blank {
-        let pool: Vec<&LaidDrive> = layout.iter().filter(|x| x.pool == d.pool).collect();
-        // The formats of the pool's drives, grouped by what they agree on.
-        let mut groups: BTreeMap<(String, Vec<Vec<String>>), usize> = BTreeMap::new();
-        for x in &pool {
-            if let Some(f) = answers.get(&x.endpoint) {
-                *groups.entry((f.id.clone(), f.xl.sets.clone())).or_default() += 1;
+        let reference = match references.get(&d.pool) {
+            Some(r) => *r,
+            None => {
+                let r = pool_reference(layout, answers, d.pool)?;
+                references.insert(d.pool, r);
+                r
             }
-        }
-        let Some(((id, sets), n)) = groups.into_iter().max_by_key(|(_, n)| *n) else {
-            return Err(format!("no drive of pool {} is formatted", d.pool + 1));
         };
-        if n * 2 <= pool.len() {
-            return Err(format!(
-                "only {n} of pool {}'s {} drives carry the deployment's format: too few to \
-                 format the others from",
-                d.pool + 1,
-                pool.len()
-            ));
-        }
-        let this = sets
+        let this = reference
+            .xl
+            .sets
             .get(d.set)
             .and_then(|s| s.get(d.disk))
             .ok_or_else(|| {
@@ -223,21 +215,50 @@ fn healed_formats(
                     d.set + 1,
                     d.disk + 1
                 )
-            })?
-            .clone();
-        let reference = pool
-            .iter()
-            .filter_map(|x| answers.get(&x.endpoint))
-            .find(|f| f.id == id && f.xl.sets == sets)
-            .expect("the group has a member");
+            })?;
         let mut f = reference.clone();
-        f.xl.this = this;
+        f.xl.this = this.clone();
         out.insert(
             d.endpoint.clone(),
             String::from_utf8_lossy(&f.to_json()).into_owned(),
         );
     }
     Ok(out)
+}
+
+/// The format more than half of `pool`'s drives agree on (deployment id
+/// and sets matrix), as one of those drives answered it.
+fn pool_reference<'a>(
+    layout: &[LaidDrive],
+    answers: &'a BTreeMap<String, FormatErasureV3>,
+    pool: usize,
+) -> Result<&'a FormatErasureV3, String> {
+    let drives = layout.iter().filter(|x| x.pool == pool).count();
+    // The formats answered, each with how many drives agree on it.
+    let mut groups: Vec<(usize, &FormatErasureV3)> = Vec::new();
+    for x in layout.iter().filter(|x| x.pool == pool) {
+        let Some(f) = answers.get(&x.endpoint) else {
+            continue;
+        };
+        match groups
+            .iter_mut()
+            .find(|(_, g)| g.id == f.id && g.xl.sets == f.xl.sets)
+        {
+            Some((n, _)) => *n += 1,
+            None => groups.push((1, f)),
+        }
+    }
+    let Some((n, reference)) = groups.into_iter().max_by_key(|(n, _)| *n) else {
+        return Err(format!("no drive of pool {} is formatted", pool + 1));
+    };
+    if n * 2 <= drives {
+        return Err(format!(
+            "only {n} of pool {}'s {drives} drives carry the deployment's format: too few to \
+             format the others from",
+            pool + 1,
+        ));
+    }
+    Ok(reference)
 }
 
 /// Brings this node's drives to the deployment's format:

@@ -3,15 +3,16 @@
 //! The node serves the node RPC on its S3 port, checks with every peer that
 //! they share the endpoint list, the erasure layout and the format version
 //! (a peer that differs, or holds other root credentials, stops this node
-//! with the reason), waits for a majority, then runs its raft member: the
-//! first five nodes vote, the rest learn; the leader records every node in
-//! the replicated cluster state. `GET /tessera/cluster` shows this node's
-//! view (leader, term, applied index, members, peers and their clocks);
-//! `/minio/health/cluster` answers 200 while a leader is known and a
-//! majority of the voters is reachable.
+//! with the reason), waits for a majority, formats or checks its drives,
+//! then runs its raft member (the first five nodes vote, the rest learn)
+//! and the lock service. `GET /tessera/cluster` shows this node's view
+//! (leader, term, applied index, members, peers and their clocks, lock
+//! partitions); `/minio/health/cluster` answers 200 while a leader is known
+//! and a majority of the voters is reachable; `mc admin info` lists every
+//! node's drives.
 //!
-//! Serving objects across nodes (remote drives, distributed erasure sets,
-//! the lock service) is not built yet: S3 requests are answered with 503
+//! Serving objects across nodes (remote drives, distributed erasure sets)
+//! is not built yet: S3 requests are answered with 503
 //! `ServiceUnavailable` and a message that says so.
 
 mod admin;
@@ -23,7 +24,7 @@ mod raft_node;
 use std::convert::Infallible;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -51,7 +52,7 @@ struct Node {
     peers: Vec<Peer>,
     raft: Arc<Mutex<RaftView>>,
     nodes: Vec<String>,
-    started: SystemTime,
+    started: Instant,
     metrics_auth: crate::metrics::MetricsAuth,
     admin_auth: crate::metrics::MetricsAuth,
     locks: Arc<locks::Locks>,
@@ -63,6 +64,14 @@ struct Node {
 impl Node {
     fn view(&self) -> RaftView {
         self.raft.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The name (`host:port`) of raft member `id` (empty when none).
+    fn name_of(&self, id: u64) -> String {
+        self.nodes
+            .get((id as usize).wrapping_sub(1))
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Whether node `id` (raft id) is this one or a peer that answers.
@@ -218,12 +227,6 @@ impl Node {
             .collect();
         let get = |k: &str| q.get(k).map(String::as_str).unwrap_or("");
         let num = |k: &str, d: u64| get(k).parse().unwrap_or(d);
-        let name = |id: u64| {
-            self.nodes
-                .get((id as usize).wrapping_sub(1))
-                .cloned()
-                .unwrap_or_default()
-        };
         let mode = if get("mode") == "shared" {
             consensus::locks::Mode::Shared
         } else {
@@ -245,7 +248,7 @@ impl Node {
                 {
                     Ok(t) => (
                         StatusCode::OK,
-                        json!({"lease": t.lease, "owner": t.owner, "owner_node": name(t.owner)}),
+                        json!({"lease": t.lease, "owner": t.owner, "owner_node": self.name_of(t.owner)}),
                     ),
                     Err(e) => (StatusCode::CONFLICT, json!({"error": e})),
                 }
@@ -365,25 +368,19 @@ impl Node {
 
     fn status(&self) -> serde_json::Value {
         let v = self.view();
-        let name = |id: u64| {
-            self.nodes
-                .get((id as usize).wrapping_sub(1))
-                .cloned()
-                .unwrap_or_default()
-        };
         json!({
             "node": self.me,
             "raft_id": v.id,
             "term": v.term,
-            "leader": if v.leader == 0 { serde_json::Value::Null } else { json!(name(v.leader)) },
+            "leader": if v.leader == 0 { serde_json::Value::Null } else { json!(self.name_of(v.leader)) },
             "commit_index": v.commit,
             "applied_index": v.applied,
             "quorum": self.has_quorum(&v),
-            "voters": v.voters.iter().map(|id| name(*id)).collect::<Vec<_>>(),
-            "learners": v.learners.iter().map(|id| name(*id)).collect::<Vec<_>>(),
+            "voters": v.voters.iter().map(|id| self.name_of(*id)).collect::<Vec<_>>(),
+            "learners": v.learners.iter().map(|id| self.name_of(*id)).collect::<Vec<_>>(),
             "members": v.members.iter().map(|(id, info)| json!({
                 "id": id,
-                "node": name(*id),
+                "node": self.name_of(*id),
                 "endpoint": info.endpoint,
                 "state": format!("{:?}", info.state),
             })).collect::<Vec<_>>(),
@@ -403,7 +400,7 @@ impl Node {
             "lock_epoch": self.locks.epoch(),
             "lock_partitions_owned": self.locks.partitions_owned(),
             "locks_held": self.locks.held(),
-            "uptime_s": self.started.elapsed().map_or(0, |d| d.as_secs()),
+            "uptime_s": self.started.elapsed().as_secs(),
         })
     }
 
@@ -483,8 +480,8 @@ impl Node {
     }
 }
 
-/// Runs the futures concurrently on the runtime and collects their outputs
-/// in order.
+/// Runs the futures concurrently on the runtime and collects the outputs
+/// of those that finish, in order (one that panics is left out).
 async fn futures_join_all<F>(futures: Vec<F>) -> Vec<F::Output>
 where
     F: std::future::Future + Send + 'static,
@@ -595,8 +592,8 @@ pub async fn run(
             ld.serve_write(&body).await
         }
     });
+    let started = Instant::now();
     let ld = Arc::clone(&local_drives);
-    let started = std::time::Instant::now();
     service.unary("admin.drives", move |_, _: Bytes| {
         let ld = Arc::clone(&ld);
         async move {
@@ -686,7 +683,7 @@ pub async fn run(
         peers: peers.clone(),
         raft: Arc::clone(&raft_view),
         nodes: nodes.nodes.clone(),
-        started: SystemTime::now(),
+        started,
         locks: Arc::clone(&locks),
         deployment: Mutex::new(None),
         admin: admin::Admin {
@@ -706,20 +703,10 @@ pub async fn run(
             region: cfg.region.clone(),
             standard_parity: parity.standard_parity(),
             rrs_parity: parity.rrs_parity(),
-            started: std::time::Instant::now(),
+            started,
         },
-        admin_auth: crate::metrics::MetricsAuth::Jwt {
-            access: cfg.credentials.user.clone(),
-            secret: cfg.credentials.password.clone(),
-        },
-        metrics_auth: if cfg.prometheus_public {
-            crate::metrics::MetricsAuth::Public
-        } else {
-            crate::metrics::MetricsAuth::Jwt {
-                access: cfg.credentials.user.clone(),
-                secret: cfg.credentials.password.clone(),
-            }
-        },
+        admin_auth: crate::metrics::MetricsAuth::root(cfg),
+        metrics_auth: crate::metrics::MetricsAuth::for_metrics(cfg),
     });
     let mut accepts = Vec::new();
     for l in listeners {
@@ -786,8 +773,10 @@ pub async fn run(
             .call("raft.history", Bytes::new(), Some(Duration::from_secs(2)))
             .await
             && let Ok(commit) = <[u8; 8]>::try_from(&b[..])
+            && u64::from_be_bytes(commit) > 0
         {
-            history |= u64::from_be_bytes(commit) > 0;
+            history = true;
+            break;
         }
     }
     let lost_log = raft_node::start(raft_node::Member {

@@ -132,8 +132,7 @@ pub struct Member {
 
 /// Starts the member. Returns once the log is open, with whether it is
 /// empty while the cluster has a history (this node lost its log); the
-/// member runs on its
-/// own thread from then on.
+/// member runs on its own thread from then on.
 pub fn start(m: Member) -> Result<bool, String> {
     let Member {
         id,
@@ -177,7 +176,6 @@ pub fn start(m: Member) -> Result<bool, String> {
         .name("tessera-raft".into())
         .spawn(move || {
             let mut next_tick = Instant::now() + TICK;
-            let mut proposed_members = Instant::now() - Duration::from_secs(60);
             let mut confirmed = Instant::now() - CONFIRM_EVERY;
             let mut reassigned = Instant::now() - REASSIGN_EVERY;
             // Since when the leader sees each node reachable (Ok) or not.
@@ -219,27 +217,6 @@ pub fn start(m: Member) -> Result<bool, String> {
                         next_tick = Instant::now() + TICK;
                     }
                 }
-                if replica.is_leader()
-                    && replica.state_machine().nodes().len() < nodes.len()
-                    && proposed_members.elapsed() > Duration::from_secs(2)
-                {
-                    proposed_members = Instant::now();
-                    for (i, name) in nodes.iter().enumerate() {
-                        let nid = i as u64 + 1;
-                        if !replica.state_machine().nodes().contains_key(&nid) {
-                            let cmd = Command::SetNode {
-                                id: nid,
-                                info: NodeInfo {
-                                    endpoint: format!("http://{name}"),
-                                    state: NodeState::Online,
-                                },
-                            };
-                            if let Err(e) = replica.propose(cmd.encode()) {
-                                tracing::debug!("proposing member {nid}: {e}");
-                            }
-                        }
-                    }
-                }
                 // Lock partitions: confirm ownership with a linearizable
                 // read; the leader moves the partitions of unreachable
                 // nodes (the first assignment gives every node its share).
@@ -267,7 +244,7 @@ pub fn start(m: Member) -> Result<bool, String> {
                             tracing::debug!("proposing the layout: {e}");
                         }
                     }
-                    for cmd in member_changes(replica.state_machine(), &seen) {
+                    for cmd in member_changes(replica.state_machine(), &nodes, &seen) {
                         if let Err(e) = replica.propose(cmd.encode()) {
                             tracing::debug!("proposing a member's state: {e}");
                         }
@@ -335,51 +312,72 @@ pub fn start(m: Member) -> Result<bool, String> {
                     tracing::error!("raft: compacting the log: {e}; this node's raft member stops");
                     return;
                 }
-                let cs = replica.conf_state();
+                // The view changes only with the term, the leader or the
+                // log (members, layout and configuration change by applied
+                // entries): it is rebuilt only then, not on every message.
+                let applied = consensus::StateMachine::applied_index(replica.state_machine());
                 let mut v = view.lock().unwrap_or_else(|e| e.into_inner());
-                *v = RaftView {
+                let now = (
                     id,
-                    term: replica.term(),
-                    leader: replica.leader_id(),
-                    commit: replica.commit_index(),
-                    applied: consensus::StateMachine::applied_index(replica.state_machine()),
-                    members: replica
-                        .state_machine()
-                        .nodes()
-                        .iter()
-                        .map(|(k, v)| (*k, v.clone()))
-                        .collect(),
-                    layout_version: replica.state_machine().layout().0,
-                    voters: cs.voters.clone(),
-                    learners: cs.learners.clone(),
-                };
+                    replica.term(),
+                    replica.leader_id(),
+                    replica.commit_index(),
+                    applied,
+                );
+                if (v.id, v.term, v.leader, v.commit, v.applied) != now {
+                    let cs = replica.conf_state();
+                    *v = RaftView {
+                        id,
+                        term: replica.term(),
+                        leader: replica.leader_id(),
+                        commit: replica.commit_index(),
+                        applied,
+                        members: replica
+                            .state_machine()
+                            .nodes()
+                            .iter()
+                            .map(|(k, v)| (*k, v.clone()))
+                            .collect(),
+                        layout_version: replica.state_machine().layout().0,
+                        voters: cs.voters.clone(),
+                        learners: cs.learners.clone(),
+                    };
+                }
             }
         })
         .map_err(|e| format!("starting the raft thread: {e}"))?;
     Ok(lost_log)
 }
 
-/// The member records whose state differs from what the leader sees: a
-/// node unreachable for [`OFFLINE_AFTER`] goes offline, a reachable one
-/// online (`seen[i]` is node `i + 1`'s reachability and since when).
-fn member_changes(state: &ClusterState, seen: &[Result<Instant, Instant>]) -> Vec<Command> {
+/// The member records the leader proposes: every node of `nodes` not yet
+/// recorded (online), and each recorded one whose state differs from what
+/// the leader sees: unreachable for [`OFFLINE_AFTER`] goes offline,
+/// reachable goes online (`seen[i]` is node `i + 1`'s reachability and
+/// since when).
+fn member_changes(
+    state: &ClusterState,
+    nodes: &[String],
+    seen: &[Result<Instant, Instant>],
+) -> Vec<Command> {
     let mut out = Vec::new();
-    for (id, info) in state.nodes() {
-        let Some(s) = seen.get((*id as usize).wrapping_sub(1)) else {
-            continue;
-        };
-        let want = match (info.state, s) {
-            (NodeState::Offline, Ok(_)) => NodeState::Online,
-            (NodeState::Online, Err(since)) if since.elapsed() >= OFFLINE_AFTER => {
+    for (i, (name, s)) in nodes.iter().zip(seen).enumerate() {
+        let id = i as u64 + 1;
+        let want = match (state.nodes().get(&id).map(|n| n.state), s) {
+            (None, _) => NodeState::Online,
+            (Some(NodeState::Offline), Ok(_)) => NodeState::Online,
+            (Some(NodeState::Online), Err(since)) if since.elapsed() >= OFFLINE_AFTER => {
                 NodeState::Offline
             }
             _ => continue,
         };
-        tracing::info!(node = %info.endpoint, state = ?want, "recording a member's state");
+        let endpoint = format!("http://{name}");
+        if state.nodes().contains_key(&id) {
+            tracing::info!(node = %endpoint, state = ?want, "recording a member's state");
+        }
         out.push(Command::SetNode {
-            id: *id,
+            id,
             info: NodeInfo {
-                endpoint: info.endpoint.clone(),
+                endpoint,
                 state: want,
             },
         });
