@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.error
@@ -242,6 +243,36 @@ class FourNodes(unittest.TestCase):
         self.assertTrue(all(d["state"] == "ok" for d in drives), drives)
         self.assertEqual(info["backend"]["onlineDisks"], 16)
         self.assertEqual(info["backend"]["totalDrivesPerSet"], [16])
+
+        # A lock held through the object layer's locker (op=hold) outlives
+        # an owner lease (5 s): its keeper refreshes it, so a request for it
+        # through another node waits, and is granted once it is let go.
+        token = admin_token()
+        deadline = time.monotonic() + FORM_BOUND_S
+        while True:
+            st, got = lock_call(c.url(2, ""), token, op="acquire", resource="b/held", holder="probe",
+                                ttl_ms=1000, timeout_ms=2000)
+            if st == 200:
+                lock_call(c.url(2, ""), token, op="release", owner=got["owner"], resource="b/held",
+                          holder="probe")
+                break
+            self.assertLess(time.monotonic(), deadline, f"the lock service never granted: {got}")
+            time.sleep(0.5)
+        held = {}
+        holder = threading.Thread(target=lambda: held.update(
+            r=lock_call(c.url(0, ""), token, timeout=30, op="hold", resource="b/held", ms=8000)))
+        holder.start()
+        started = time.monotonic()
+        for at in (1.0, 6.5):
+            time.sleep(max(0.0, started + at - time.monotonic()))
+            st, got = lock_call(c.url(2, ""), token, op="acquire", resource="b/held", holder="other",
+                                ttl_ms=1000, timeout_ms=300)
+            self.assertEqual(st, 409, f"{at} s into the hold: {got}")
+        holder.join()
+        self.assertEqual(held["r"][0], 200, held)
+        st, got = lock_call(c.url(2, ""), token, op="acquire", resource="b/held", holder="other",
+                            ttl_ms=1000, timeout_ms=5000)
+        self.assertEqual(st, 200, got)
 
         # The leader dies: the other three elect another in a later term,
         # and keep every committed entry.

@@ -18,6 +18,7 @@
 mod admin;
 mod bootstrap;
 mod format;
+mod locker;
 mod locks;
 mod raft_node;
 
@@ -56,6 +57,8 @@ struct Node {
     metrics_auth: crate::metrics::MetricsAuth,
     admin_auth: crate::metrics::MetricsAuth,
     locks: Arc<locks::Locks>,
+    /// The object layer's locker over the lock service.
+    locker: locker::ClusterLocker,
     /// The deployment id of the drives, once checked.
     deployment: Mutex<Option<String>>,
     admin: admin::Admin,
@@ -275,6 +278,26 @@ impl Node {
                     ),
                 }
             }
+            "hold" => {
+                // Held through the object layer's locker: refreshed while
+                // held, released at the end.
+                let timeout = Duration::from_millis(num("timeout_ms", 10_000).min(120_000));
+                let hold = Duration::from_millis(num("ms", 1_000).min(120_000));
+                let resource = get("resource");
+                let taken = if mode == consensus::locks::Mode::Shared {
+                    object::layer::Locker::read(&self.locker, resource, timeout).await
+                } else {
+                    object::layer::Locker::write(&self.locker, resource, timeout).await
+                };
+                match taken {
+                    Ok(guard) => {
+                        tokio::time::sleep(hold).await;
+                        drop(guard);
+                        (StatusCode::OK, json!({"held_ms": hold.as_millis() as u64}))
+                    }
+                    Err(e) => (StatusCode::CONFLICT, json!({"error": e.to_string()})),
+                }
+            }
             "speedtest" => {
                 let n = num("locks", 10_000).clamp(1, 1_000_000) as usize;
                 let c = num("concurrency", 32).clamp(1, 1024) as usize;
@@ -282,7 +305,7 @@ impl Node {
             }
             _ => (
                 StatusCode::BAD_REQUEST,
-                json!({"error": "op is acquire, refresh, release or speedtest"}),
+                json!({"error": "op is acquire, refresh, release, hold or speedtest"}),
             ),
         }
     }
@@ -685,6 +708,7 @@ pub async fn run(
         nodes: nodes.nodes.clone(),
         started,
         locks: Arc::clone(&locks),
+        locker: locker::ClusterLocker::new(Arc::clone(&locks), me.clone()),
         deployment: Mutex::new(None),
         admin: admin::Admin {
             auth: s3_gateway::admin::AdminAuth::new(

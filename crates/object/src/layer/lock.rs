@@ -1,5 +1,6 @@
-//! Per-object locks behind a small trait: an in-process implementation now,
-//! the raft-backed one of the cluster later.
+//! Per-object locks behind a small trait: the in-process implementation
+//! here; the cluster's lock service implements it too (its guards hold a
+//! lease that is refreshed while they live).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,12 +17,28 @@ type Table = Arc<Mutex<HashMap<String, (Arc<RwLock<()>>, usize)>>>;
 /// A held lock; released on drop.
 pub struct LockGuard {
     _inner: GuardInner,
-    _entry: EntryRef,
 }
 
 enum GuardInner {
-    Read(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
-    Write(#[allow(dead_code)] OwnedRwLockWriteGuard<()>),
+    Read(
+        #[allow(dead_code)] OwnedRwLockReadGuard<()>,
+        #[allow(dead_code)] EntryRef,
+    ),
+    Write(
+        #[allow(dead_code)] OwnedRwLockWriteGuard<()>,
+        #[allow(dead_code)] EntryRef,
+    ),
+    Held(#[allow(dead_code)] Box<dyn Send + Sync>),
+}
+
+impl LockGuard {
+    /// The guard of another [`Locker`]: `held` keeps the lock, and lets it
+    /// go when dropped.
+    pub fn holding(held: impl Send + Sync + 'static) -> LockGuard {
+        LockGuard {
+            _inner: GuardInner::Held(Box::new(held)),
+        }
+    }
 }
 
 impl std::fmt::Debug for LockGuard {
@@ -112,8 +129,7 @@ impl Locker for LocalLocker {
             let (lock, entry) = self.entry(resource);
             match tokio::time::timeout(timeout, lock.read_owned()).await {
                 Ok(g) => Ok(LockGuard {
-                    _inner: GuardInner::Read(g),
-                    _entry: entry,
+                    _inner: GuardInner::Read(g, entry),
                 }),
                 Err(_) => Err(Error::LockTimeout(resource.to_owned())),
             }
@@ -129,8 +145,7 @@ impl Locker for LocalLocker {
             let (lock, entry) = self.entry(resource);
             match tokio::time::timeout(timeout, lock.write_owned()).await {
                 Ok(g) => Ok(LockGuard {
-                    _inner: GuardInner::Write(g),
-                    _entry: entry,
+                    _inner: GuardInner::Write(g, entry),
                 }),
                 Err(_) => Err(Error::LockTimeout(resource.to_owned())),
             }
