@@ -35,17 +35,27 @@ pub struct NodeInfo {
 }
 
 /// A cluster metadata change, announced in order to every node.
+///
+/// `origin` names the change's author (a node and a sequence of its own),
+/// so that the node that made a change can tell when it is applied; empty
+/// in events written before it existed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MetaEvent {
     /// A bucket was created.
     BucketCreated {
         /// Bucket name.
         bucket: String,
+        /// Who made the change.
+        #[serde(default)]
+        origin: String,
     },
     /// A bucket was deleted.
     BucketDeleted {
         /// Bucket name.
         bucket: String,
+        /// Who made the change.
+        #[serde(default)]
+        origin: String,
     },
     /// One of a bucket's configurations changed (the name of the config,
     /// e.g. `versioning`, `policy`); nodes reload it from the drives.
@@ -54,7 +64,30 @@ pub enum MetaEvent {
         bucket: String,
         /// Which configuration.
         config: String,
+        /// Who made the change.
+        #[serde(default)]
+        origin: String,
     },
+}
+
+impl MetaEvent {
+    /// The bucket the event is about.
+    pub fn bucket(&self) -> &str {
+        match self {
+            MetaEvent::BucketCreated { bucket, .. }
+            | MetaEvent::BucketDeleted { bucket, .. }
+            | MetaEvent::BucketConfigChanged { bucket, .. } => bucket,
+        }
+    }
+
+    /// Who made the change (empty when unknown).
+    pub fn origin(&self) -> &str {
+        match self {
+            MetaEvent::BucketCreated { origin, .. }
+            | MetaEvent::BucketDeleted { origin, .. }
+            | MetaEvent::BucketConfigChanged { origin, .. } => origin,
+        }
+    }
 }
 
 /// A proposal's payload.
@@ -239,7 +272,11 @@ mod tests {
     use super::*;
 
     fn ev(b: &str) -> Vec<u8> {
-        Command::Event(MetaEvent::BucketCreated { bucket: b.into() }).encode()
+        Command::Event(MetaEvent::BucketCreated {
+            bucket: b.into(),
+            origin: String::new(),
+        })
+        .encode()
     }
 
     #[test]
@@ -306,7 +343,13 @@ mod tests {
         assert!(complete);
         assert_eq!(
             evs,
-            vec![(2, MetaEvent::BucketCreated { bucket: "b".into() })]
+            vec![(
+                2,
+                MetaEvent::BucketCreated {
+                    bucket: "b".into(),
+                    origin: String::new(),
+                }
+            )]
         );
         let back = ClusterState::restore(&s.snapshot()).unwrap();
         assert_eq!(back, s);

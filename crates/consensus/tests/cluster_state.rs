@@ -44,12 +44,19 @@ fn three_replicas_agree_on_cluster_state_and_reads_see_writes() {
             version: 1,
             blob: b"pools".to_vec(),
         },
-        Command::Event(MetaEvent::BucketCreated { bucket: "a".into() }),
+        Command::Event(MetaEvent::BucketCreated {
+            bucket: "a".into(),
+            origin: "n1/1".into(),
+        }),
         Command::Event(MetaEvent::BucketConfigChanged {
             bucket: "a".into(),
             config: "versioning".into(),
+            origin: "n1/2".into(),
         }),
-        Command::Event(MetaEvent::BucketDeleted { bucket: "a".into() }),
+        Command::Event(MetaEvent::BucketDeleted {
+            bucket: "a".into(),
+            origin: String::new(),
+        }),
     ];
     for c in &cmds {
         // Proposed through a follower too: raft forwards to the leader.
@@ -64,7 +71,21 @@ fn three_replicas_agree_on_cluster_state_and_reads_see_writes() {
     let (complete, evs) = s.events_since(1);
     assert!(complete);
     assert_eq!(evs.len(), 3);
-    assert_eq!(evs[2], (3, MetaEvent::BucketDeleted { bucket: "a".into() }));
+    assert_eq!(
+        evs[2],
+        (
+            3,
+            MetaEvent::BucketDeleted {
+                bucket: "a".into(),
+                origin: String::new(),
+            }
+        )
+    );
+    assert_eq!(evs[1].1.origin(), "n1/2");
+    // An event written before `origin` existed still decodes.
+    let old: MetaEvent = serde_json::from_str(r#"{"BucketCreated":{"bucket":"x"}}"#).unwrap();
+    assert_eq!(old.bucket(), "x");
+    assert_eq!(old.origin(), "");
     for r in &rs[1..] {
         assert_eq!(r.state_machine(), rs[0].state_machine());
     }

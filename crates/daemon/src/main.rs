@@ -176,45 +176,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         max_consecutive_failures = cfg.drive_deadline.max_consecutive_failures,
         "every drive operation has a deadline (TESSERA_DRIVE_TIMEOUT, TESSERA_DRIVE_PROBE_INTERVAL)"
     );
-    let mut drive_cfg = drive::LocalDriveConfig::default();
-    drive_cfg.piped_reads = cfg.splice_get;
-    drive_cfg.group_commit = cfg.group_commit;
-    drive_cfg.huge_fill = match cfg.huge_fill {
-        Some(on) => on,
-        None => !drive::free_page_reporting(),
-    };
-    tracing::info!(
-        huge_fill = drive_cfg.huge_fill,
-        set = cfg.huge_fill.is_some(),
-        "GETs fill the page cache in huge folios (TESSERA_HUGE_FILL; auto: off where the kernel reports free pages to a hypervisor)"
-    );
-    drive::set_huge_pages(cfg.huge_pages);
-    tracing::info!(
-        huge_pages = drive::huge_pages(),
-        "shard buffers in transparent huge pages (TESSERA_HUGE_PAGES)"
-    );
-    // The memory available at start sizes the defaults of the read cache
-    // and of the requests served at once (4 GiB assumed where unknown).
-    let available = memory::available();
-    let assumed = available.unwrap_or(4 << 30);
-    let read_cache = match cfg.read_cache {
-        Some(bytes) => bytes,
-        None => memory::read_cache_for(assumed),
-    };
-    tracing::info!(
-        read_cache_mib = read_cache >> 20,
-        set = cfg.read_cache.is_some(),
-        "verified blocks of hot objects kept in memory (TESSERA_READ_CACHE; auto: 1/16 of the memory available, at most 1 GiB)"
-    );
-    let opts = LayerOptions {
-        parity: cfg.standard_parity,
-        rrs_parity: cfg.rrs_parity,
-        set_drive_count: cfg.drives.set_drive_count,
-        drive: Some(drive_cfg),
-        deadline: Some(cfg.drive_deadline.clone()),
-        put_queue_bytes_per_drive: None,
-        read_cache_bytes: Some(usize::try_from(read_cache).unwrap_or(usize::MAX)),
-    };
+    let (opts, read_cache, assumed, available) = layer_options(&cfg);
     let layer = Arc::new(
         ObjectLayer::open_pool_dirs(&cfg.drives.pools, opts)
             .await
@@ -230,47 +192,9 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
     metrics
         .connections_limit
         .set(i64::try_from(max_connections).unwrap_or(i64::MAX));
-    let max_requests = match cfg.requests_max {
-        Some(n) => n,
-        None => {
-            let n = memory::requests_max_for(assumed);
-            tracing::info!(
-                available_mib = available.map(|a| a >> 20),
-                max_requests = n,
-                "S3 requests served at once, from the memory available \
-                 (TESSERA_API_REQUESTS_MAX sets it)"
-            );
-            n
-        }
-    };
     let gateway = Gateway::new(
         layer.clone(),
-        GatewayConfig {
-            region: cfg.region.clone(),
-            credentials: vec![(
-                cfg.credentials.user.clone(),
-                cfg.credentials.password.clone(),
-            )],
-            domains: cfg.domains.clone(),
-            encryption: s3_gateway::EncryptionConfig {
-                kms: cfg.kms.clone(),
-                auto_encryption: cfg.auto_encryption,
-                tls: tls.is_some(),
-                insecure_sse_c: cfg.insecure_sse_c,
-            },
-            sigv2: cfg.sigv2,
-            limits: GatewayLimits {
-                max_requests,
-                request_wait: cfg.requests_deadline,
-                max_post_forms: cfg.post_forms_max,
-                post_form_idle: cfg.post_form_idle,
-                post_form_timeout: cfg.post_form_timeout,
-                body_min_rate: cfg.body_min_rate,
-                body_grace: cfg.body_grace,
-                ..GatewayLimits::default()
-            },
-            ..GatewayConfig::default()
-        },
+        gateway_config(&cfg, tls.is_some(), assumed, available),
     )
     .with_observer(metrics.clone());
     let scanner = layer.spawn_scanner(cfg.scanner.clone());
@@ -397,4 +321,101 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The object layer's options from the configuration (the drives' and
+/// the read cache's), with the read cache's size and the memory figures
+/// that sized it: (options, read cache bytes, memory assumed available,
+/// memory found available).
+pub(crate) fn layer_options(cfg: &ServerConfig) -> (LayerOptions, u64, u64, Option<u64>) {
+    let mut drive_cfg = drive::LocalDriveConfig::default();
+    drive_cfg.piped_reads = cfg.splice_get;
+    drive_cfg.group_commit = cfg.group_commit;
+    drive_cfg.huge_fill = match cfg.huge_fill {
+        Some(on) => on,
+        None => !drive::free_page_reporting(),
+    };
+    tracing::info!(
+        huge_fill = drive_cfg.huge_fill,
+        set = cfg.huge_fill.is_some(),
+        "GETs fill the page cache in huge folios (TESSERA_HUGE_FILL; auto: off where the kernel reports free pages to a hypervisor)"
+    );
+    drive::set_huge_pages(cfg.huge_pages);
+    tracing::info!(
+        huge_pages = drive::huge_pages(),
+        "shard buffers in transparent huge pages (TESSERA_HUGE_PAGES)"
+    );
+    // The memory available at start sizes the defaults of the read cache
+    // and of the requests served at once (4 GiB assumed where unknown).
+    let available = memory::available();
+    let assumed = available.unwrap_or(4 << 30);
+    let read_cache = match cfg.read_cache {
+        Some(bytes) => bytes,
+        None => memory::read_cache_for(assumed),
+    };
+    tracing::info!(
+        read_cache_mib = read_cache >> 20,
+        set = cfg.read_cache.is_some(),
+        "verified blocks of hot objects kept in memory (TESSERA_READ_CACHE; auto: 1/16 of the memory available, at most 1 GiB)"
+    );
+    let opts = LayerOptions {
+        parity: cfg.standard_parity,
+        rrs_parity: cfg.rrs_parity,
+        set_drive_count: cfg.drives.set_drive_count,
+        drive: Some(drive_cfg),
+        deadline: Some(cfg.drive_deadline.clone()),
+        put_queue_bytes_per_drive: None,
+        read_cache_bytes: Some(usize::try_from(read_cache).unwrap_or(usize::MAX)),
+    };
+    (opts, read_cache, assumed, available)
+}
+
+/// The S3 gateway's configuration: credentials, region, domains,
+/// encryption and the request limits (the requests served at once sized
+/// from the memory available unless set).
+pub(crate) fn gateway_config(
+    cfg: &ServerConfig,
+    tls: bool,
+    assumed: u64,
+    available: Option<u64>,
+) -> GatewayConfig {
+    let max_requests = match cfg.requests_max {
+        Some(n) => n,
+        None => {
+            let n = memory::requests_max_for(assumed);
+            tracing::info!(
+                available_mib = available.map(|a| a >> 20),
+                max_requests = n,
+                "S3 requests served at once, from the memory available \
+                 (TESSERA_API_REQUESTS_MAX sets it)"
+            );
+            n
+        }
+    };
+    GatewayConfig {
+        region: cfg.region.clone(),
+        credentials: vec![(
+            cfg.credentials.user.clone(),
+            cfg.credentials.password.clone(),
+        )],
+        domains: cfg.domains.clone(),
+        encryption: s3_gateway::EncryptionConfig {
+            kms: cfg.kms.clone(),
+            auto_encryption: cfg.auto_encryption,
+            tls,
+            insecure_sse_c: cfg.insecure_sse_c,
+        },
+        sigv2: cfg.sigv2,
+        limits: GatewayLimits {
+            max_requests,
+            request_wait: cfg.requests_deadline,
+            max_post_forms: cfg.post_forms_max,
+            post_form_idle: cfg.post_form_idle,
+            post_form_timeout: cfg.post_form_timeout,
+            body_min_rate: cfg.body_min_rate,
+            body_grace: cfg.body_grace,
+            ..GatewayLimits::default()
+        },
+        ..GatewayConfig::default()
+    }
 }

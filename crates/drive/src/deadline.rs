@@ -72,7 +72,13 @@ struct Shared {
 
 impl Shared {
     fn offline_error(&self) -> DriveError {
-        DriveError::Offline(self.health.last_error_text())
+        let text = self.health.last_error_text();
+        // An inner drive that was offline itself (a remote drive whose
+        // node is down) says so once.
+        match text.strip_prefix("drive offline: ") {
+            Some(inner) => DriveError::Offline(inner.to_owned()),
+            None => DriveError::Offline(text),
+        }
     }
 
     fn record<T>(&self, result: &Result<T>) {

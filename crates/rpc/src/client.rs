@@ -262,7 +262,12 @@ impl Peer {
                         self.inner.cfg.connect_timeout.as_millis()
                     )),
                 };
-                slot.last_error = err.to_string();
+                // The reason alone: the fast failures that repeat it name
+                // the peer themselves.
+                slot.last_error = match &err {
+                    RpcError::Unreachable { reason, .. } => reason.clone(),
+                    other => other.to_string(),
+                };
                 slot.next_try = Instant::now() + slot.backoff;
                 slot.backoff = (slot.backoff * 2).min(self.inner.cfg.backoff.1);
                 self.set_state(false);

@@ -41,6 +41,11 @@ impl LocalDrives {
         Ok(LocalDrives { drives })
     }
 
+    /// The drives with their places in the layout.
+    pub fn laid(&self) -> impl Iterator<Item = (&LaidDrive, &Arc<LocalDrive>)> {
+        self.drives.iter().map(|(d, drive)| (d, drive))
+    }
+
     /// Each drive's state: its endpoint and its `format.json` (`None`:
     /// unformatted).
     async fn status(&self) -> Result<Vec<(String, Option<FormatErasureV3>)>, String> {

@@ -11,16 +11,22 @@
 //! and a majority of the voters is reachable; `mc admin info` lists every
 //! node's drives.
 //!
-//! Serving objects across nodes (remote drives, distributed erasure sets)
-//! is not built yet: S3 requests are answered with 503
-//! `ServiceUnavailable` and a message that says so.
+//! Objects: every node opens the one object layer over all the cluster's
+//! drives, in MinIO's layout (its own drives directly, the others' as
+//! [`remote_drive::RemoteDrive`]s over the node RPC, each under the drive
+//! deadline), with the lock service as its locker, and serves S3 with the
+//! same gateway as a single node: any node serves any object. Until the
+//! layer is open, S3 requests are answered with 503 `ServiceUnavailable`.
 
 mod admin;
 mod bootstrap;
+mod buckets;
 mod format;
 mod locker;
 mod locks;
 mod raft_node;
+mod remote_drive;
+mod wire;
 
 use std::convert::Infallible;
 use std::process::ExitCode;
@@ -58,10 +64,12 @@ struct Node {
     admin_auth: crate::metrics::MetricsAuth,
     locks: Arc<locks::Locks>,
     /// The object layer's locker over the lock service.
-    locker: locker::ClusterLocker,
+    locker: Arc<locker::ClusterLocker>,
     /// The deployment id of the drives, once checked.
     deployment: Mutex<Option<String>>,
     admin: admin::Admin,
+    /// The S3 gateway over the cluster's object layer, once it is open.
+    gateway: std::sync::OnceLock<s3_gateway::Gateway>,
 }
 
 impl Node {
@@ -285,9 +293,9 @@ impl Node {
                 let hold = Duration::from_millis(num("ms", 1_000).min(120_000));
                 let resource = get("resource");
                 let taken = if mode == consensus::locks::Mode::Shared {
-                    object::layer::Locker::read(&self.locker, resource, timeout).await
+                    object::layer::Locker::read(self.locker.as_ref(), resource, timeout).await
                 } else {
-                    object::layer::Locker::write(&self.locker, resource, timeout).await
+                    object::layer::Locker::write(self.locker.as_ref(), resource, timeout).await
                 };
                 match taken {
                     Ok(guard) => {
@@ -488,17 +496,19 @@ impl Node {
                 };
                 respond(status, "text/plain", String::new())
             }
-            _ => s3_gateway::error_document(
-                &s3_gateway::S3Error::with_message(
-                    "ServiceUnavailable",
-                    "This node is part of a multi-node cluster; this release runs the \
-                     cluster's membership and consensus but does not serve objects across \
-                     nodes yet.",
-                ),
-                &path,
-                method == Method::HEAD,
-            )
-            .map(|b| b.boxed()),
+            _ => match self.gateway.get() {
+                Some(g) => g.handle(req).await.map(|b| b.boxed()),
+                None => s3_gateway::error_document(
+                    &s3_gateway::S3Error::with_message(
+                        "ServiceUnavailable",
+                        "The cluster is starting: this node has not opened the object layer \
+                         over the cluster's drives yet.",
+                    ),
+                    &path,
+                    method == Method::HEAD,
+                )
+                .map(|b| b.boxed()),
+            },
         }
     }
 }
@@ -601,7 +611,31 @@ pub async fn run(
             .await
             .map_err(|e| ConfigError(format!("opening the drives: {e}")))?,
     );
+    // Every local drive under the drive deadline, shared by this node's
+    // object layer and the other nodes' calls (a hung disk is taken
+    // offline for both).
+    let mut local_layer_drives: std::collections::HashMap<usize, Arc<dyn drive::Drive>> =
+        std::collections::HashMap::new();
+    for (laid, d) in local_drives.laid() {
+        if let Some(i) = nodes
+            .layout
+            .iter()
+            .position(|l| l.endpoint == laid.endpoint)
+        {
+            let d: Arc<dyn drive::Drive> = Arc::new(drive::DeadlineDrive::new(
+                Arc::clone(d) as Arc<dyn drive::Drive>,
+                cfg.drive_deadline.clone(),
+            ));
+            local_layer_drives.insert(i, d);
+        }
+    }
     let mut service = rpc::Service::new(gate);
+    Arc::new(remote_drive::DriveServer::new(
+        local_layer_drives
+            .iter()
+            .map(|(i, d)| (*i as u32, Arc::clone(d))),
+    ))
+    .register(&mut service);
     let ld = Arc::clone(&local_drives);
     service.unary("format.status", move |_, _| {
         let ld = Arc::clone(&ld);
@@ -659,7 +693,7 @@ pub async fn run(
         };
         async move { r }
     });
-    let inbound: raft_node::Inbound = inbound_tx;
+    let inbound: raft_node::Inbound = inbound_tx.clone();
     service.unary("raft.step", move |_, body: Bytes| {
         let r = if body.len() > MAX_BATCH_BYTES {
             Err(Failure {
@@ -671,7 +705,7 @@ pub async fn run(
                 Ok(msgs) => {
                     for m in msgs {
                         // Full: raft resends what is dropped.
-                        let _ = inbound.try_send(m);
+                        let _ = inbound.try_send(raft_node::Input::Step(m));
                     }
                     Ok(Bytes::new())
                 }
@@ -692,6 +726,13 @@ pub async fn run(
         let commit = rv.lock().unwrap_or_else(|e| e.into_inner()).commit;
         async move { Ok::<_, Failure>(Bytes::copy_from_slice(&commit.to_be_bytes())) }
     });
+    // How far this node applied the log: a node that made a bucket change
+    // waits for the others to reach it.
+    let rv = Arc::clone(&raft_view);
+    service.unary("raft.applied", move |_, _: Bytes| {
+        let applied = rv.lock().unwrap_or_else(|e| e.into_inner()).applied;
+        async move { Ok::<_, Failure>(Bytes::copy_from_slice(&applied.to_be_bytes())) }
+    });
 
     for op in ["acquire", "refresh", "release"] {
         let locks = Arc::clone(&locks);
@@ -708,7 +749,7 @@ pub async fn run(
         nodes: nodes.nodes.clone(),
         started,
         locks: Arc::clone(&locks),
-        locker: locker::ClusterLocker::new(Arc::clone(&locks), me.clone()),
+        locker: Arc::new(locker::ClusterLocker::new(Arc::clone(&locks), me.clone())),
         deployment: Mutex::new(None),
         admin: admin::Admin {
             auth: s3_gateway::admin::AdminAuth::new(
@@ -731,6 +772,7 @@ pub async fn run(
         },
         admin_auth: crate::metrics::MetricsAuth::root(cfg),
         metrics_auth: crate::metrics::MetricsAuth::for_metrics(cfg),
+        gateway: std::sync::OnceLock::new(),
     });
     let mut accepts = Vec::new();
     for l in listeners {
@@ -803,6 +845,8 @@ pub async fn run(
             break;
         }
     }
+    let peer_slots_by_node = peer_slots.clone();
+    let (applied_tx, applied_rx) = tokio::sync::mpsc::channel(buckets::EVENT_QUEUE);
     let lost_log = raft_node::start(raft_node::Member {
         id: nodes.me as u64 + 1,
         cluster_has_history: history,
@@ -812,6 +856,7 @@ pub async fn run(
         nodes: nodes.nodes.clone(),
         peers: peer_slots,
         inbound: inbound_rx,
+        applied: applied_tx,
         view: raft_view,
         locks: Arc::clone(&locks),
         live,
@@ -838,7 +883,34 @@ pub async fn run(
             }
         });
     }
-    notifier.ready("cluster member running");
+    notifier.status("opening the object layer over the cluster's drives");
+    let layer = open_layer(cfg, &nodes, &local_layer_drives, &peer_slots_by_node)
+        .await
+        .map_err(|e| ConfigError(format!("opening the object layer: {e}")))?;
+    let bucket_events = Arc::new(buckets::BucketEvents::new(
+        me.clone(),
+        inbound_tx,
+        peers.clone(),
+    ));
+    let layer = Arc::new(
+        layer
+            .with_locker(node.locker.clone())
+            .with_bucket_hook(bucket_events.hook()),
+    );
+    tokio::spawn(Arc::clone(&bucket_events).run(Arc::clone(&layer), applied_rx));
+    let (_, _, assumed, available) = crate::layer_options(cfg);
+    let gateway = s3_gateway::Gateway::new(
+        Arc::clone(&layer),
+        crate::gateway_config(cfg, tls.is_some(), assumed, available),
+    );
+    let _ = node.gateway.set(gateway);
+    let _scanner = layer.spawn_scanner(cfg.scanner.clone());
+    tracing::info!(
+        drives = layer.drives().count(),
+        sets = layer.sets().len(),
+        "serving S3: any node serves any object"
+    );
+    notifier.ready("cluster member running, serving S3");
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| ConfigError(format!("signal handler: {e}")))?;
@@ -912,4 +984,44 @@ where
     if let Err(e) = b.serve_connection(TokioIo::new(io), svc).await {
         tracing::debug!("cluster connection: {e}");
     }
+}
+
+/// The object layer over every drive of the cluster, pool by pool in
+/// MinIO's layout order: this node's drives as they are (under the drive
+/// deadline), the others' over the node RPC under the same deadline.
+async fn open_layer(
+    cfg: &ServerConfig,
+    nodes: &ClusterNodes,
+    local: &std::collections::HashMap<usize, Arc<dyn drive::Drive>>,
+    peers: &[Option<Peer>],
+) -> Result<object::layer::ObjectLayer, String> {
+    let pools = nodes
+        .layout
+        .iter()
+        .map(|d| d.pool)
+        .max()
+        .map_or(0, |p| p + 1);
+    let mut drives: Vec<Vec<Arc<dyn drive::Drive>>> = vec![Vec::new(); pools];
+    for (i, laid) in nodes.layout.iter().enumerate() {
+        let d: Arc<dyn drive::Drive> = match local.get(&i) {
+            Some(d) => Arc::clone(d),
+            None => {
+                let peer = peers
+                    .get(laid.node)
+                    .and_then(Option::as_ref)
+                    .ok_or_else(|| format!("no peer for drive {}", laid.endpoint))?;
+                let remote =
+                    remote_drive::RemoteDrive::new(peer.clone(), i as u32, laid.endpoint.clone());
+                Arc::new(drive::DeadlineDrive::new(
+                    Arc::new(remote) as Arc<dyn drive::Drive>,
+                    cfg.drive_deadline.clone(),
+                ))
+            }
+        };
+        drives[laid.pool].push(d);
+    }
+    let (opts, _, _, _) = crate::layer_options(cfg);
+    object::layer::ObjectLayer::open_pools(drives, opts)
+        .await
+        .map_err(|e| e.to_string())
 }

@@ -116,8 +116,10 @@ pub struct Member {
     /// The layout the nodes agreed on (endpoints, set sizes, parity,
     /// format version), recorded in the cluster state once.
     pub layout: Vec<u8>,
-    /// Messages from the peers.
-    pub inbound: Receiver<Message>,
+    /// Messages from the peers, and proposals of this node.
+    pub inbound: Receiver<Input>,
+    /// Where the metadata events go once applied, in order.
+    pub applied: tokio::sync::mpsc::Sender<Applied>,
     /// Raft ids of members that lost their log (a replaced node says so):
     /// a leader probes them from the start.
     pub forgotten: Receiver<u64>,
@@ -142,6 +144,7 @@ pub fn start(m: Member) -> Result<bool, String> {
         peers,
         layout,
         inbound,
+        applied: applied_tx,
         forgotten,
         view,
         locks,
@@ -180,13 +183,17 @@ pub fn start(m: Member) -> Result<bool, String> {
             let mut reassigned = Instant::now() - REASSIGN_EVERY;
             // Since when the leader sees each node reachable (Ok) or not.
             let mut seen: Vec<Result<Instant, Instant>> = vec![Ok(Instant::now()); nodes.len()];
+            // The next metadata event to hand on, and whether some were
+            // lost (the consumer then forgets everything it cached).
+            let mut event_cursor = 1u64;
+            let mut reload = false;
             loop {
                 let wait = next_tick.saturating_duration_since(Instant::now());
                 match inbound.recv_timeout(wait) {
-                    Ok(m) => {
-                        step(&mut replica, m, amnesiac.is_some());
-                        while let Ok(m) = inbound.try_recv() {
-                            step(&mut replica, m, amnesiac.is_some());
+                    Ok(input) => {
+                        take(&mut replica, input, amnesiac.is_some());
+                        while let Ok(input) = inbound.try_recv() {
+                            take(&mut replica, input, amnesiac.is_some());
                         }
                     }
                     Err(RecvTimeoutError::Timeout) => {}
@@ -306,6 +313,19 @@ pub fn start(m: Member) -> Result<bool, String> {
                         return;
                     }
                 }
+                let next_event = replica.state_machine().next_event_seq();
+                if next_event > event_cursor {
+                    let (complete, events) = replica.state_machine().events_since(event_cursor);
+                    let index = consensus::StateMachine::applied_index(replica.state_machine());
+                    reload |= !complete;
+                    for (_, e) in events {
+                        reload |= applied_tx.try_send(Applied::Event(e, index)).is_err();
+                    }
+                    event_cursor = next_event;
+                }
+                if reload && applied_tx.try_send(Applied::Reload).is_ok() {
+                    reload = false;
+                }
                 // The log is compacted into a snapshot of the cluster
                 // state every COMPACT_EVERY applied entries.
                 if let Err(e) = replica.compact(COMPACT_EVERY) {
@@ -386,6 +406,20 @@ fn member_changes(
 }
 
 /// Steps a peer's message; while `no_vote`, vote requests go unanswered.
+/// Steps a peer's message or proposes this node's command.
+fn take(replica: &mut Replica<FileLog, ClusterState>, input: Input, no_vote: bool) {
+    match input {
+        Input::Step(m) => step(replica, m, no_vote),
+        Input::Propose(data) => {
+            // A follower forwards the proposal to the leader; without a
+            // leader it is dropped and its author's wait runs out.
+            if let Err(e) = replica.propose(data) {
+                tracing::debug!("raft: a proposal refused: {e}");
+            }
+        }
+    }
+}
+
 fn step(replica: &mut Replica<FileLog, ClusterState>, m: Message, no_vote: bool) {
     use raft::eraftpb::MessageType::{MsgRequestPreVote, MsgRequestVote};
     if no_vote && matches!(m.get_msg_type(), MsgRequestVote | MsgRequestPreVote) {
@@ -421,7 +455,26 @@ fn spawn_sender(peer: Peer) -> tokio::sync::mpsc::Sender<Message> {
 }
 
 /// The sender the RPC handler queues inbound messages on.
-pub type Inbound = SyncSender<Message>;
+pub type Inbound = SyncSender<Input>;
+
+/// What the raft thread takes in.
+pub enum Input {
+    /// A peer's raft message.
+    Step(Message),
+    /// A command of this node to propose.
+    Propose(Vec<u8>),
+}
+
+/// What the raft thread hands on as it applies the log.
+#[derive(Debug)]
+pub enum Applied {
+    /// A metadata event, in log order, and the applied index it is
+    /// covered by.
+    Event(consensus::MetaEvent, u64),
+    /// Events were lost (the queue was full, or compacted away): forget
+    /// everything derived from them.
+    Reload,
+}
 
 #[cfg(test)]
 mod tests {

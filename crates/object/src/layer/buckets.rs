@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use drive::format::{BUCKETS_VOLUME, META_VOLUME};
 use drive::{Drive, DriveError};
@@ -62,7 +63,15 @@ impl ObjectLayer {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(bucket.to_owned(), Versioning::Unversioned);
+        self.announce(bucket, BucketChange::Created).await;
         Ok(())
+    }
+
+    /// Tells the bucket hook, if there is one, and waits for it.
+    async fn announce(&self, bucket: &str, change: BucketChange) {
+        if let Some(hook) = &self.bucket_hook {
+            (hook.0)(bucket.to_owned(), change).await;
+        }
     }
 
     fn bucket_meta_key(bucket: &str) -> String {
@@ -103,8 +112,16 @@ impl ObjectLayer {
     /// Whether the bucket exists (on a quorum of drives).
     async fn bucket_exists(&self, bucket: &str) -> Result<bool> {
         let (mut yes, mut no) = (0, 0);
-        for d in self.drives() {
-            match d.stat_volume(bucket).await {
+        // At once: in a cluster most drives answer over the network.
+        let stats = self
+            .drives()
+            .map(|d| {
+                Box::pin(d.stat_volume(bucket))
+                    as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>>
+            })
+            .collect();
+        for r in super::join::join_all(stats).await.into_iter().flatten() {
+            match r {
                 Ok(_) => yes += 1,
                 Err(DriveError::VolumeNotFound) => no += 1,
                 Err(_) => {}
@@ -145,15 +162,16 @@ impl ObjectLayer {
         {
             return Ok(*v);
         }
+        let gen_before = self.bucket_gen.load(Ordering::SeqCst);
         let v = match self.load_bucket_meta(bucket).await {
             Ok(m) => Versioning::from_config_xml(&m.versioning_config_xml),
             Err(e) if e.is_not_found() => Versioning::Unversioned,
             Err(e) => return Err(e),
         };
-        self.versioning
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(bucket.to_owned(), v);
+        let mut cache = self.versioning.lock().unwrap_or_else(|p| p.into_inner());
+        if self.bucket_gen.load(Ordering::SeqCst) == gen_before {
+            cache.insert(bucket.to_owned(), v);
+        }
         Ok(v)
     }
 
@@ -186,6 +204,7 @@ impl ObjectLayer {
                     Versioning::Suspended
                 },
             );
+        self.announce(bucket, BucketChange::Versioning).await;
         Ok(())
     }
 
@@ -202,6 +221,7 @@ impl ObjectLayer {
             return Ok(v.clone());
         }
         self.check_bucket_exists(bucket).await?;
+        let gen_before = self.bucket_gen.load(Ordering::SeqCst);
         let doc = match self.load_bucket_meta(bucket).await {
             Ok(m) => {
                 let d = match kind {
@@ -213,10 +233,10 @@ impl ObjectLayer {
             Err(e) if e.is_not_found() => None,
             Err(e) => return Err(e),
         };
-        self.configs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(ck, doc.clone());
+        let mut cache = self.configs.lock().unwrap_or_else(|p| p.into_inner());
+        if self.bucket_gen.load(Ordering::SeqCst) == gen_before {
+            cache.insert(ck, doc.clone());
+        }
         Ok(doc)
     }
 
@@ -252,6 +272,7 @@ impl ObjectLayer {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert((bucket.to_owned(), kind), doc);
+        self.announce(bucket, BucketChange::Config(kind)).await;
         Ok(())
     }
 
@@ -340,6 +361,7 @@ impl ObjectLayer {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|(b, _), _| b != bucket);
+        self.announce(bucket, BucketChange::Deleted).await;
         if ok < self.bucket_quorum() {
             return Err(Error::WriteQuorum {
                 ok,

@@ -127,6 +127,15 @@ struct Pool {
 /// Bucket configuration documents read so far: (bucket, kind) -> document.
 type ConfigCache = HashMap<(String, BucketConfig), Option<Vec<u8>>>;
 
+/// Told of every bucket change this layer makes, after it is on the
+/// drives and before the call that made it returns (see
+/// [`ObjectLayer::with_bucket_hook`]).
+pub type BucketHook = Arc<
+    dyn Fn(String, BucketChange) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
+
 /// Buckets and objects over pools of erasure sets.
 #[derive(Debug)]
 pub struct ObjectLayer {
@@ -146,6 +155,22 @@ pub struct ObjectLayer {
     heal_rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<HealRequest>>,
     /// The read cache every set reads through, if any.
     read_cache: Option<Arc<ReadCache>>,
+    /// Told of bucket changes (a cluster orders them and tells the other
+    /// nodes' layers).
+    bucket_hook: Option<HookSlot>,
+    /// Counts [`forget_bucket`](Self::forget_bucket) calls: a value read
+    /// from the drives is cached only if no forget happened while it was
+    /// read (it may be older than the change the forget announced).
+    bucket_gen: std::sync::atomic::AtomicU64,
+}
+
+/// The bucket hook, shown by its presence only.
+struct HookSlot(BucketHook);
+
+impl std::fmt::Debug for HookSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BucketHook")
+    }
 }
 
 impl ObjectLayer {
@@ -153,6 +178,46 @@ impl ObjectLayer {
     pub fn with_locker(mut self, locker: Arc<dyn Locker>) -> Self {
         self.locker = locker;
         self
+    }
+
+    /// Calls `hook` after every bucket change (creation, deletion,
+    /// versioning, configuration) this layer makes, and waits for it
+    /// before the call returns: where several layers serve the same drives
+    /// (the nodes of a cluster), the hook tells the others, which drop what
+    /// they cached of the bucket ([`forget_bucket`](Self::forget_bucket)).
+    pub fn with_bucket_hook(mut self, hook: BucketHook) -> Self {
+        self.bucket_hook = Some(HookSlot(hook));
+        self
+    }
+
+    /// Drops what this layer cached of `bucket` (its versioning state and
+    /// configuration documents): another layer over the same drives
+    /// changed them.
+    pub fn forget_bucket(&self, bucket: &str) {
+        self.bucket_gen
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.versioning
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(bucket);
+        self.configs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(b, _), _| b != bucket);
+    }
+
+    /// Drops what this layer cached of every bucket.
+    pub fn forget_buckets(&self) {
+        self.bucket_gen
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.versioning
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.configs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// What the read cache holds and has done, if there is one.

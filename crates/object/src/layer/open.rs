@@ -15,9 +15,19 @@ use uuid::Uuid;
 use super::heal::HEAL_QUEUE;
 use super::*;
 
+/// What one drive's `format.json` said.
+enum Found {
+    Formatted(FormatErasureV3),
+    /// No `format.json`: a fresh or replaced drive.
+    Blank,
+    /// The drive did not answer (a fault: offline, timed out, an I/O
+    /// error); it is neither checked nor formatted now.
+    Unavailable,
+}
+
 /// What `format.json` said about one pool's drives.
 struct PoolFormats {
-    found: Vec<Option<FormatErasureV3>>,
+    found: Vec<Found>,
     /// The format most drives agree on, if any drive is formatted.
     reference: Option<FormatErasureV3>,
 }
@@ -163,6 +173,8 @@ impl ObjectLayer {
             heal_tx,
             heal_rx: tokio::sync::Mutex::new(heal_rx),
             read_cache,
+            bucket_hook: None,
+            bucket_gen: std::sync::atomic::AtomicU64::new(0),
         };
         layer.spread_buckets().await;
         Ok(layer)
@@ -205,17 +217,40 @@ impl ObjectLayer {
 /// Reads `format.json` of every drive of a pool and finds the format most
 /// of them agree on.
 async fn load_pool_formats(drives: &[Arc<dyn Drive>]) -> Result<PoolFormats> {
-    let mut found: Vec<Option<FormatErasureV3>> = Vec::with_capacity(drives.len());
-    for d in drives {
-        match drive::load_format(d.as_ref()).await {
-            Ok(f) => found.push(Some(f)),
-            Err(DriveError::Unformatted) => found.push(None),
+    // Read at once: the drives of a cluster's other nodes answer over the
+    // network.
+    let loads = drives
+        .iter()
+        .map(|d| {
+            Box::pin(drive::load_format(d.as_ref()))
+                as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>>
+        })
+        .collect();
+    let mut found: Vec<Found> = Vec::with_capacity(drives.len());
+    for (d, r) in drives.iter().zip(super::join::join_all(loads).await) {
+        let r =
+            r.unwrap_or_else(|| Err(DriveError::Offline("reading format.json panicked".into())));
+        match r {
+            Ok(f) => found.push(Found::Formatted(f)),
+            Err(DriveError::Unformatted) => found.push(Found::Blank),
+            // A drive that does not answer (a node of a cluster that is
+            // down) is left out; the others decide.
+            Err(e) if e.is_fault() => {
+                tracing::warn!(drive = %d.label(), "format.json not read, drive left out: {e}");
+                found.push(Found::Unavailable);
+            }
             Err(e) => return Err(Error::Layout(format!("{}: {e}", d.label()))),
         }
     }
+    let formatted = || {
+        found.iter().filter_map(|f| match f {
+            Found::Formatted(f) => Some(f),
+            _ => None,
+        })
+    };
     // The most common deployment id (ties: the first drive's).
     let mut count: Vec<(&str, usize)> = Vec::new();
-    for f in found.iter().flatten() {
+    for f in formatted() {
         match count.iter_mut().find(|(id, _)| *id == f.id) {
             Some(c) => c.1 += 1,
             None => count.push((&f.id, 1)),
@@ -228,7 +263,7 @@ async fn load_pool_formats(drives: &[Arc<dyn Drive>]) -> Result<PoolFormats> {
             _ => Some((id, c)),
         })
         .map(|(id, _)| id.to_owned());
-    let reference = best.and_then(|id| found.iter().flatten().find(|f| f.id == id).cloned());
+    let reference = best.and_then(|id| formatted().find(|f| f.id == id).cloned());
     Ok(PoolFormats { found, reference })
 }
 
@@ -245,6 +280,17 @@ async fn format_pool(
     let n = drives.len();
     let layout_err = |m: String| Error::Layout(format!("pool {pool}: {m}"));
     let Some(reference) = formats.reference else {
+        if formats
+            .found
+            .iter()
+            .any(|f| matches!(f, Found::Unavailable))
+        {
+            return Err(layout_err(
+                "no drive is formatted and some do not answer: a fresh pool is formatted only \
+                 with every drive present"
+                    .into(),
+            ));
+        }
         let set_size = match want_set_size {
             Some(s) => s,
             // One drive: MinIO's single-drive mode (`xl-single`), a set of
@@ -294,12 +340,17 @@ async fn format_pool(
             disk: i % set_size,
         };
         match f {
-            Some(f) => {
+            Found::Formatted(f) => {
                 drive::check_format(&reference, f, Some(expected))
                     .map_err(|e| layout_err(format!("{}: {e}", d.label())))?;
                 d.set_id(f.this_id());
             }
-            None => {
+            Found::Unavailable => {
+                // Its place is known from the reference; it is checked
+                // when it is next opened.
+                d.set_id(reference.xl.sets[expected.set][expected.disk].parse().ok());
+            }
+            Found::Blank => {
                 // A replaced drive: give it its slot's format.
                 let mut f = reference.clone();
                 f.xl.this = reference.xl.sets[expected.set][expected.disk].clone();

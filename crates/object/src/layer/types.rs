@@ -344,6 +344,35 @@ pub enum BucketConfig {
     Tagging,
 }
 
+/// What changed about a bucket, as [`ObjectLayer::with_bucket_hook`]
+/// reports it.
+///
+/// [`ObjectLayer::with_bucket_hook`]: super::ObjectLayer::with_bucket_hook
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BucketChange {
+    /// The bucket was created.
+    Created,
+    /// The bucket was deleted.
+    Deleted,
+    /// Its versioning state changed.
+    Versioning,
+    /// One of its configuration documents changed.
+    Config(BucketConfig),
+}
+
+impl BucketChange {
+    /// A short name (`created`, `versioning`, `encryption`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            BucketChange::Created => "created",
+            BucketChange::Deleted => "deleted",
+            BucketChange::Versioning => "versioning",
+            BucketChange::Config(BucketConfig::Encryption) => "encryption",
+            BucketChange::Config(BucketConfig::Tagging) => "tagging",
+        }
+    }
+}
+
 #[cfg(test)]
 mod precondition_tests {
     use super::*;

@@ -1,0 +1,874 @@
+//! Drives of other nodes: the [`Drive`] trait over the node RPC.
+//!
+//! [`RemoteDrive`] is the caller's side, one per drive of another node,
+//! named by its index in the cluster's layout; [`DriveServer`] is the
+//! callee's, serving this node's drives under the methods `drive.*`. Every
+//! operation is one unary call (its arguments and answer encoded by
+//! `wire.rs`) except the streamed shard write, `drive.create_file`, whose
+//! request body carries the shard's bytes under HTTP/2 flow control while
+//! its answer says first whether the file opened, then, after the last
+//! byte, what `finish` returned. A ranged read is one call that answers
+//! the bytes; a sequential reader is made of such calls.
+//!
+//! Deadlines: the caller wraps each remote drive in a
+//! [`drive::DeadlineDrive`], as it wraps its local drives, so a remote
+//! operation is bounded by the same per-operation deadline; a node that
+//! stops answering is found by the connection's pings within seconds, and
+//! calls to it fail at once until it answers again. Errors cross the wire
+//! as the drive error they were, so quorum decisions are the same for a
+//! remote drive as for a local one; failures of the call itself (no
+//! connection, deadline, broken stream) are drive faults.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use drive::{
+    AlignedBuf, BoxFuture, DirEntryName, DiskInfo, Drive, DriveError, FileInfo, HealthReport,
+    IoMode, ShardReader, ShardWriter, VolumeInfo, WalkOptions, WalkPage,
+};
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use rpc::{BodySender, Peer, PeerState, RpcBody, RpcError};
+use uuid::Uuid;
+
+use super::wire::{self, Dec, Enc, WireError};
+
+/// Bytes one server-side write hands to the local drive at most (the
+/// stream arrives in HTTP/2 frames of up to 256 KiB).
+const SERVER_CHUNK: usize = 512 << 10;
+/// Request frames a streamed write queues ahead of the connection.
+const WRITE_FRAMES: usize = 4;
+/// Largest argument block of a streamed call.
+const MAX_ARGS: usize = 64 << 10;
+/// Largest ranged read one call answers.
+const MAX_READ: usize = 64 << 20;
+/// How long the server waits for the next bytes of a streamed write before
+/// it gives the write up (the caller's own deadline is far shorter).
+const STREAM_IDLE: Duration = Duration::from_secs(120);
+/// How long a writer whose stream was refused waits for the server's
+/// reason.
+const REASON_WAIT: Duration = Duration::from_secs(2);
+
+const OK: u8 = 0;
+const ERR: u8 = 1;
+
+fn malformed(e: WireError) -> DriveError {
+    DriveError::InvalidArgument(e.to_string())
+}
+
+/// A failed call as a drive fault: the drive cannot be reached, whatever
+/// the drive itself would have said.
+fn call_error(e: RpcError) -> DriveError {
+    match e {
+        RpcError::Timeout { after_ms, .. } => DriveError::Timeout(Duration::from_millis(after_ms)),
+        RpcError::Unreachable { peer, reason } => {
+            DriveError::Offline(format!("node {peer} is unreachable: {reason}"))
+        }
+        RpcError::Auth { .. } => DriveError::Offline(e.to_string()),
+        RpcError::Broken { .. } | RpcError::Remote { .. } => DriveError::Io {
+            op: "node rpc",
+            source: std::io::Error::other(e.to_string()),
+        },
+    }
+}
+
+/// An answer: `[OK] payload` or `[ERR] error`.
+fn answer(result: Result<Enc, DriveError>) -> Bytes {
+    let mut out = Enc::new();
+    match result {
+        Ok(payload) => {
+            out.u8(OK);
+            out.0.extend_from_slice(&payload.0);
+        }
+        Err(e) => {
+            out.u8(ERR);
+            wire::put_error(&mut out, &e);
+        }
+    }
+    Bytes::from(out.0)
+}
+
+/// The payload of an answer, or the error it carries.
+fn open_answer(b: &[u8]) -> Result<&[u8], DriveError> {
+    match b.split_first() {
+        Some((&OK, rest)) => Ok(rest),
+        Some((&ERR, rest)) => Err(wire::get_error(&mut Dec::new(rest)).map_err(malformed)?),
+        _ => Err(malformed(WireError("an answer without a status".into()))),
+    }
+}
+
+/// A length-prefixed message, as streamed answers and arguments are framed.
+fn framed(payload: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(4 + payload.len());
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(payload);
+    Bytes::from(out)
+}
+
+/// Reads length-prefixed messages out of a body, whatever its framing.
+struct Messages {
+    body: Incoming,
+    pending: BytesMut,
+}
+
+impl Messages {
+    fn new(body: Incoming) -> Messages {
+        Messages {
+            body,
+            pending: BytesMut::new(),
+        }
+    }
+
+    /// The next message (`None` at the end of the body), at most `max`
+    /// bytes.
+    async fn next(&mut self, max: usize) -> Result<Option<Bytes>, String> {
+        loop {
+            if self.pending.len() >= 4 {
+                let n = u32::from_be_bytes([
+                    self.pending[0],
+                    self.pending[1],
+                    self.pending[2],
+                    self.pending[3],
+                ]) as usize;
+                if n > max {
+                    return Err(format!("a message of {n} bytes (at most {max})"));
+                }
+                if self.pending.len() >= 4 + n {
+                    self.pending.advance(4);
+                    return Ok(Some(self.pending.split_to(n).freeze()));
+                }
+            }
+            match self.body.frame().await {
+                None if self.pending.is_empty() => return Ok(None),
+                None => return Err("the stream ended inside a message".into()),
+                Some(Err(e)) => return Err(e.to_string()),
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data() {
+                        self.pending.extend_from_slice(&data);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whatever followed the messages read so far, then the raw frames.
+    async fn raw(&mut self) -> Option<Result<Bytes, String>> {
+        if !self.pending.is_empty() {
+            return Some(Ok(self.pending.split().freeze()));
+        }
+        loop {
+            match self.body.frame().await? {
+                Err(e) => return Some(Err(e.to_string())),
+                Ok(f) => {
+                    if let Ok(data) = f.into_data() {
+                        return Some(Ok(data));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A drive of another node.
+pub struct RemoteDrive {
+    peer: Peer,
+    index: u32,
+    label: String,
+    id: Mutex<Option<Uuid>>,
+}
+
+impl std::fmt::Debug for RemoteDrive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteDrive")
+            .field("drive", &self.label)
+            .field("node", &self.peer.name())
+            .finish()
+    }
+}
+
+impl RemoteDrive {
+    /// Drive `index` of the layout (its endpoint `label`), served by `peer`.
+    pub fn new(peer: Peer, index: u32, label: String) -> RemoteDrive {
+        RemoteDrive {
+            peer,
+            index,
+            label,
+            id: Mutex::new(None),
+        }
+    }
+
+    fn args(&self) -> Enc {
+        let mut e = Enc::new();
+        e.u32(self.index);
+        e
+    }
+
+    async fn call(&self, op: &str, args: Enc) -> Result<Bytes, DriveError> {
+        let answer = self
+            .peer
+            .call(&format!("drive.{op}"), Bytes::from(args.0), None)
+            .await
+            .map_err(call_error)?;
+        let start = answer.len() - open_answer(&answer)?.len();
+        Ok(answer.slice(start..))
+    }
+
+    async fn call_unit(&self, op: &str, args: Enc) -> Result<(), DriveError> {
+        self.call(op, args).await.map(|_| ())
+    }
+}
+
+impl Drive for RemoteDrive {
+    fn id(&self) -> Option<Uuid> {
+        *self.id.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set_id(&self, id: Option<Uuid>) {
+        *self.id.lock().unwrap_or_else(|e| e.into_inner()) = id;
+    }
+
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+
+    fn health(&self) -> HealthReport {
+        let mut h = HealthReport::online();
+        if self.peer.state() == PeerState::Down {
+            h.state = drive::DriveState::Offline;
+        }
+        h
+    }
+
+    fn disk_info(&self) -> BoxFuture<'_, drive::Result<DiskInfo>> {
+        Box::pin(async move {
+            let b = self.call("disk_info", self.args()).await?;
+            wire::get_disk_info(&mut Dec::new(&b)).map_err(malformed)
+        })
+    }
+
+    fn make_volume<'a>(&'a self, volume: &'a str) -> BoxFuture<'a, drive::Result<()>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume);
+            self.call_unit("make_volume", a).await
+        })
+    }
+
+    fn list_volumes(&self) -> BoxFuture<'_, drive::Result<Vec<VolumeInfo>>> {
+        Box::pin(async move {
+            let b = self.call("list_volumes", self.args()).await?;
+            let mut d = Dec::new(&b);
+            let n = d.u32().map_err(malformed)? as usize;
+            let mut out = Vec::with_capacity(n.min(b.len()));
+            for _ in 0..n {
+                out.push(wire::get_volume(&mut d).map_err(malformed)?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn stat_volume<'a>(&'a self, volume: &'a str) -> BoxFuture<'a, drive::Result<VolumeInfo>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume);
+            let b = self.call("stat_volume", a).await?;
+            wire::get_volume(&mut Dec::new(&b)).map_err(malformed)
+        })
+    }
+
+    fn delete_volume<'a>(
+        &'a self,
+        volume: &'a str,
+        force: bool,
+    ) -> BoxFuture<'a, drive::Result<()>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume).bool(force);
+            self.call_unit("delete_volume", a).await
+        })
+    }
+
+    fn read_all<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        limit: u64,
+    ) -> BoxFuture<'a, drive::Result<Vec<u8>>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume).str(path).u64(limit);
+            let b = self.call("read_all", a).await?;
+            if b.len() as u64 > limit {
+                return Err(DriveError::TooLarge {
+                    size: b.len() as u64,
+                    limit,
+                });
+            }
+            Ok(b.to_vec())
+        })
+    }
+
+    fn write_all<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        data: Vec<u8>,
+    ) -> BoxFuture<'a, drive::Result<()>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume).str(path).bytes(&data);
+            self.call_unit("write_all", a).await
+        })
+    }
+
+    fn create_file<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        expected_size: Option<u64>,
+    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardWriter>>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume).str(path).opt_u64(expected_size);
+            let (tx, body) = rpc::channel(WRITE_FRAMES);
+            // The channel has room: the arguments are queued before the
+            // call starts.
+            let _ = tx.send(framed(&a.0)).await;
+            let resp = self
+                .peer
+                .stream("drive.create_file", body, None)
+                .await
+                .map_err(call_error)?;
+            let mut answers = Messages::new(resp.into_body());
+            let opened = answers
+                .next(MAX_ARGS)
+                .await
+                .map_err(|e| stream_error(&e))?
+                .ok_or_else(|| stream_error("the drive answered nothing"))?;
+            open_answer(&opened)?;
+            Ok(Box::new(RemoteWriter {
+                tx: Some(tx),
+                answers,
+                written: 0,
+                poisoned: false,
+            }) as Box<dyn ShardWriter>)
+        })
+    }
+
+    fn read_file_at<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        offset: u64,
+        len: usize,
+        mut buf: AlignedBuf,
+    ) -> BoxFuture<'a, drive::Result<(AlignedBuf, usize)>> {
+        Box::pin(async move {
+            if len > buf.capacity() {
+                return Err(DriveError::InvalidArgument(format!(
+                    "read of {len} bytes into a buffer of {}",
+                    buf.capacity()
+                )));
+            }
+            let mut a = self.args();
+            a.str(volume).str(path).u64(offset).u64(len as u64);
+            let b = self.call("read_file_at", a).await?;
+            if b.len() > len {
+                return Err(malformed(WireError(format!(
+                    "{} bytes answered to a read of {len}",
+                    b.len()
+                ))));
+            }
+            buf.capacity_mut()[..b.len()].copy_from_slice(&b);
+            buf.set_len(b.len());
+            Ok((buf, b.len()))
+        })
+    }
+
+    fn open_reader<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        offset: u64,
+        len: Option<u64>,
+    ) -> BoxFuture<'a, drive::Result<Box<dyn ShardReader>>> {
+        Box::pin(async move {
+            let info = self.stat_file(volume, path).await?;
+            if info.is_dir {
+                return Err(DriveError::IsDirectory);
+            }
+            let end = match len {
+                Some(l) => offset.saturating_add(l),
+                None => info.size.max(offset),
+            };
+            if offset > info.size || end > info.size {
+                return Err(DriveError::OutOfRange {
+                    offset,
+                    len: end - offset,
+                    size: info.size,
+                });
+            }
+            Ok(Box::new(RemoteReader {
+                drive: RemoteDrive {
+                    peer: self.peer.clone(),
+                    index: self.index,
+                    label: self.label.clone(),
+                    id: Mutex::new(self.id()),
+                },
+                volume: volume.to_owned(),
+                path: path.to_owned(),
+                offset,
+                remaining: end - offset,
+            }) as Box<dyn ShardReader>)
+        })
+    }
+
+    fn rename<'a>(
+        &'a self,
+        src_volume: &'a str,
+        src_path: &'a str,
+        dst_volume: &'a str,
+        dst_path: &'a str,
+    ) -> BoxFuture<'a, drive::Result<()>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(src_volume)
+                .str(src_path)
+                .str(dst_volume)
+                .str(dst_path);
+            self.call_unit("rename", a).await
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+        recursive: bool,
+    ) -> BoxFuture<'a, drive::Result<()>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume).str(path).bool(recursive);
+            self.call_unit("delete", a).await
+        })
+    }
+
+    fn move_to_trash<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+    ) -> BoxFuture<'a, drive::Result<()>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume).str(path);
+            self.call_unit("move_to_trash", a).await
+        })
+    }
+
+    fn empty_trash(&self, max_entries: usize) -> BoxFuture<'_, drive::Result<usize>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.u64(max_entries as u64);
+            let b = self.call("empty_trash", a).await?;
+            let n = Dec::new(&b).u64().map_err(malformed)?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn list_dir<'a>(
+        &'a self,
+        volume: &'a str,
+        dir_path: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, drive::Result<Vec<DirEntryName>>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume).str(dir_path).u64(limit as u64);
+            let b = self.call("list_dir", a).await?;
+            let mut d = Dec::new(&b);
+            let n = d.u32().map_err(malformed)? as usize;
+            let mut out = Vec::with_capacity(n.min(limit).min(b.len()));
+            for _ in 0..n {
+                out.push(d.string().map_err(malformed)?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn stat_file<'a>(
+        &'a self,
+        volume: &'a str,
+        path: &'a str,
+    ) -> BoxFuture<'a, drive::Result<FileInfo>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            a.str(volume).str(path);
+            let b = self.call("stat_file", a).await?;
+            wire::get_file_info(&mut Dec::new(&b)).map_err(malformed)
+        })
+    }
+
+    fn walk<'a>(&'a self, opts: &'a WalkOptions) -> BoxFuture<'a, drive::Result<WalkPage>> {
+        Box::pin(async move {
+            let mut a = self.args();
+            wire::put_walk_options(&mut a, opts);
+            let b = self.call("walk", a).await?;
+            wire::get_walk_page(&mut Dec::new(&b)).map_err(malformed)
+        })
+    }
+}
+
+fn stream_error(what: &str) -> DriveError {
+    DriveError::Io {
+        op: "remote shard stream",
+        source: std::io::Error::other(what.to_owned()),
+    }
+}
+
+/// A shard file being written on another node.
+struct RemoteWriter {
+    tx: Option<BodySender>,
+    answers: Messages,
+    written: u64,
+    poisoned: bool,
+}
+
+impl RemoteWriter {
+    /// Why the server stopped taking bytes: the error it answered.
+    async fn reason(&mut self) -> DriveError {
+        match tokio::time::timeout(REASON_WAIT, self.answers.next(MAX_ARGS)).await {
+            Ok(Ok(Some(m))) => match open_answer(&m) {
+                Err(e) => e,
+                Ok(_) => stream_error("the drive ended the write early"),
+            },
+            Ok(Ok(None)) => stream_error("the drive ended the write without a reason"),
+            Ok(Err(e)) => stream_error(&e),
+            Err(_) => stream_error("the drive stopped taking bytes"),
+        }
+    }
+}
+
+impl ShardWriter for RemoteWriter {
+    fn write(&mut self, mut buf: AlignedBuf) -> BoxFuture<'_, drive::Result<AlignedBuf>> {
+        Box::pin(async move {
+            if self.poisoned {
+                return Err(DriveError::Poisoned);
+            }
+            let Some(tx) = &self.tx else {
+                return Err(DriveError::Poisoned);
+            };
+            // Poisoned until the bytes are queued: a write cancelled by its
+            // deadline leaves the stream in an unknown state.
+            self.poisoned = true;
+            let n = buf.len();
+            if n > 0 && tx.send(Bytes::copy_from_slice(&buf)).await.is_err() {
+                return Err(self.reason().await);
+            }
+            self.poisoned = false;
+            self.written += n as u64;
+            buf.clear();
+            Ok(buf)
+        })
+    }
+
+    fn finish(mut self: Box<Self>) -> BoxFuture<'static, drive::Result<u64>> {
+        Box::pin(async move {
+            if self.poisoned {
+                return Err(DriveError::Poisoned);
+            }
+            // The end of the request body is the end of the file.
+            self.tx = None;
+            let m = self
+                .answers
+                .next(MAX_ARGS)
+                .await
+                .map_err(|e| stream_error(&e))?
+                .ok_or_else(|| stream_error("the drive did not confirm the write"))?;
+            let size = Dec::new(open_answer(&m)?).u64().map_err(malformed)?;
+            Ok(size)
+        })
+    }
+
+    fn written(&self) -> u64 {
+        self.written
+    }
+
+    fn io_mode(&self) -> drive::Result<IoMode> {
+        // Whatever the remote drive uses, this side buffers.
+        Ok(IoMode::Buffered)
+    }
+}
+
+/// A range of a file on another node, read call by call.
+struct RemoteReader {
+    drive: RemoteDrive,
+    volume: String,
+    path: String,
+    offset: u64,
+    remaining: u64,
+}
+
+impl ShardReader for RemoteReader {
+    fn read(&mut self, buf: AlignedBuf) -> BoxFuture<'_, drive::Result<AlignedBuf>> {
+        Box::pin(async move {
+            let want = (buf.capacity() as u64)
+                .min(self.remaining)
+                .min(MAX_READ as u64) as usize;
+            if want == 0 {
+                let mut buf = buf;
+                buf.set_len(0);
+                return Ok(buf);
+            }
+            let (buf, n) = self
+                .drive
+                .read_file_at(&self.volume, &self.path, self.offset, want, buf)
+                .await?;
+            if n == 0 {
+                return Err(DriveError::OutOfRange {
+                    offset: self.offset,
+                    len: self.remaining,
+                    size: self.offset,
+                });
+            }
+            self.offset += n as u64;
+            self.remaining -= n as u64;
+            Ok(buf)
+        })
+    }
+
+    fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    fn io_mode(&self) -> drive::Result<IoMode> {
+        Ok(IoMode::Buffered)
+    }
+}
+
+/// This node's drives, served to the other nodes.
+pub struct DriveServer {
+    /// Layout index -> drive.
+    drives: HashMap<u32, Arc<dyn Drive>>,
+}
+
+/// The unary methods, as `drive.<name>`.
+const UNARY: &[&str] = &[
+    "disk_info",
+    "make_volume",
+    "list_volumes",
+    "stat_volume",
+    "delete_volume",
+    "read_all",
+    "write_all",
+    "read_file_at",
+    "rename",
+    "delete",
+    "move_to_trash",
+    "empty_trash",
+    "list_dir",
+    "stat_file",
+    "walk",
+];
+
+impl DriveServer {
+    /// Serves `drives` (layout index, drive).
+    pub fn new(drives: impl IntoIterator<Item = (u32, Arc<dyn Drive>)>) -> DriveServer {
+        DriveServer {
+            drives: drives.into_iter().collect(),
+        }
+    }
+
+    /// Adds the `drive.*` methods to `service`.
+    pub fn register(self: &Arc<Self>, service: &mut rpc::Service) {
+        for &op in UNARY {
+            let me = Arc::clone(self);
+            service.unary(&format!("drive.{op}"), move |_, body: Bytes| {
+                let me = Arc::clone(&me);
+                async move { Ok::<_, rpc::Failure>(answer(me.serve(op, &body).await)) }
+            });
+        }
+        let me = Arc::clone(self);
+        service.streaming("drive.create_file", move |_, req| {
+            let me = Arc::clone(&me);
+            async move { me.serve_create(req) }
+        });
+    }
+
+    fn drive(&self, d: &mut Dec<'_>) -> Result<&Arc<dyn Drive>, DriveError> {
+        let index = d.u32().map_err(malformed)?;
+        self.drives.get(&index).ok_or_else(|| {
+            DriveError::InvalidArgument(format!("drive {index} is not served by this node"))
+        })
+    }
+
+    async fn serve(&self, op: &str, body: &[u8]) -> Result<Enc, DriveError> {
+        let mut d = Dec::new(body);
+        let drive = self.drive(&mut d)?;
+        let mut out = Enc::new();
+        let m = malformed;
+        match op {
+            "disk_info" => wire::put_disk_info(&mut out, &drive.disk_info().await?),
+            "make_volume" => drive.make_volume(&d.string().map_err(m)?).await?,
+            "list_volumes" => {
+                let vols = drive.list_volumes().await?;
+                out.u32(vols.len() as u32);
+                for v in &vols {
+                    wire::put_volume(&mut out, v);
+                }
+            }
+            "stat_volume" => {
+                wire::put_volume(&mut out, &drive.stat_volume(&d.string().map_err(m)?).await?)
+            }
+            "delete_volume" => {
+                let vol = d.string().map_err(m)?;
+                drive.delete_volume(&vol, d.bool().map_err(m)?).await?
+            }
+            "read_all" => {
+                let (vol, path) = (d.string().map_err(m)?, d.string().map_err(m)?);
+                let data = drive.read_all(&vol, &path, d.u64().map_err(m)?).await?;
+                out.0.extend_from_slice(&data);
+            }
+            "write_all" => {
+                let (vol, path) = (d.string().map_err(m)?, d.string().map_err(m)?);
+                let data = d.bytes().map_err(m)?.to_vec();
+                drive.write_all(&vol, &path, data).await?
+            }
+            "read_file_at" => {
+                let (vol, path) = (d.string().map_err(m)?, d.string().map_err(m)?);
+                let offset = d.u64().map_err(m)?;
+                let len = usize::try_from(d.u64().map_err(m)?).unwrap_or(usize::MAX);
+                if len > MAX_READ {
+                    return Err(DriveError::InvalidArgument(format!(
+                        "a read of {len} bytes (at most {MAX_READ} per call)"
+                    )));
+                }
+                let buf = AlignedBuf::with_capacity(len.max(1))?;
+                let (buf, n) = drive.read_file_at(&vol, &path, offset, len, buf).await?;
+                out.0.reserve(n);
+                out.0.extend_from_slice(&buf[..n]);
+            }
+            "rename" => {
+                let (sv, sp) = (d.string().map_err(m)?, d.string().map_err(m)?);
+                let (dv, dp) = (d.string().map_err(m)?, d.string().map_err(m)?);
+                drive.rename(&sv, &sp, &dv, &dp).await?
+            }
+            "delete" => {
+                let (vol, path) = (d.string().map_err(m)?, d.string().map_err(m)?);
+                drive.delete(&vol, &path, d.bool().map_err(m)?).await?
+            }
+            "move_to_trash" => {
+                let (vol, path) = (d.string().map_err(m)?, d.string().map_err(m)?);
+                drive.move_to_trash(&vol, &path).await?
+            }
+            "empty_trash" => {
+                let max = usize::try_from(d.u64().map_err(m)?).unwrap_or(usize::MAX);
+                out.u64(drive.empty_trash(max).await? as u64);
+            }
+            "list_dir" => {
+                let (vol, dir) = (d.string().map_err(m)?, d.string().map_err(m)?);
+                let limit = usize::try_from(d.u64().map_err(m)?).unwrap_or(usize::MAX);
+                let names = drive.list_dir(&vol, &dir, limit).await?;
+                out.u32(names.len() as u32);
+                for n in &names {
+                    out.str(n);
+                }
+            }
+            "stat_file" => {
+                let (vol, path) = (d.string().map_err(m)?, d.string().map_err(m)?);
+                wire::put_file_info(&mut out, &drive.stat_file(&vol, &path).await?)
+            }
+            "walk" => {
+                let opts = wire::get_walk_options(&mut d).map_err(m)?;
+                wire::put_walk_page(&mut out, &drive.walk(&opts).await?)
+            }
+            other => {
+                return Err(DriveError::InvalidArgument(format!(
+                    "no drive method {other}"
+                )));
+            }
+        }
+        d.end().map_err(m)?;
+        Ok(out)
+    }
+
+    /// `drive.create_file`: answers at once with a streamed body; a task
+    /// reads the arguments, opens the file, says whether it opened, writes
+    /// what arrives and, at the end of the request, says what `finish`
+    /// returned. A caller that goes away leaves a partial file in the
+    /// temporary area, as a local writer dropped before `finish` does.
+    fn serve_create(self: Arc<Self>, req: Request<Incoming>) -> Response<RpcBody> {
+        let (tx, body) = rpc::channel(2);
+        tokio::spawn(async move {
+            let reply = |r: Result<Enc, DriveError>| framed(&answer(r));
+            let mut incoming = Messages::new(req.into_body());
+            let args = match tokio::time::timeout(STREAM_IDLE, incoming.next(MAX_ARGS)).await {
+                Ok(Ok(Some(a))) => a,
+                _ => return,
+            };
+            let opened = async {
+                let mut d = Dec::new(&args);
+                let drive = self.drive(&mut d)?;
+                let (vol, path) = (
+                    d.string().map_err(malformed)?,
+                    d.string().map_err(malformed)?,
+                );
+                let size = d.opt_u64().map_err(malformed)?;
+                d.end().map_err(malformed)?;
+                drive.create_file(&vol, &path, size).await
+            };
+            let mut writer = match opened.await {
+                Ok(w) => w,
+                Err(e) => {
+                    let _ = tx.send(reply(Err(e))).await;
+                    return;
+                }
+            };
+            if tx.send(reply(Ok(Enc::new()))).await.is_err() {
+                return;
+            }
+            let result = write_stream(&mut incoming, writer.as_mut()).await;
+            let result = match result {
+                Ok(()) => writer.finish().await.map(|n| {
+                    let mut e = Enc::new();
+                    e.u64(n);
+                    e
+                }),
+                Err(None) => return,
+                Err(Some(e)) => Err(e),
+            };
+            let _ = tx.send(reply(result)).await;
+        });
+        Response::new(body)
+    }
+}
+
+/// Writes the rest of a streamed request to `writer` in chunks of up to
+/// [`SERVER_CHUNK`]. `Err(None)`: the caller went away (nothing to answer).
+async fn write_stream(
+    incoming: &mut Messages,
+    writer: &mut dyn ShardWriter,
+) -> Result<(), Option<DriveError>> {
+    let mut buf = AlignedBuf::with_capacity(SERVER_CHUNK).map_err(Some)?;
+    loop {
+        let frame = match tokio::time::timeout(STREAM_IDLE, incoming.raw()).await {
+            Ok(Some(Ok(data))) => data,
+            Ok(None) => break,
+            Ok(Some(Err(_))) | Err(_) => return Err(None),
+        };
+        let mut data = &frame[..];
+        while !data.is_empty() {
+            let took = buf.extend_from_slice(data);
+            data = &data[took..];
+            if buf.remaining() == 0 {
+                buf = writer.write(buf).await.map_err(Some)?;
+            }
+        }
+    }
+    if !buf.is_empty() {
+        writer.write(buf).await.map_err(Some)?;
+    }
+    Ok(())
+}
