@@ -872,3 +872,217 @@ async fn write_stream(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use drive::{AlignedBuf, Drive, DriveError, LocalDrive, LocalDriveConfig, WalkOptions};
+    use rpc::{ClusterKey, Gate, Peer, PeerConfig};
+    use tokio::net::TcpListener;
+
+    use super::{DriveServer, RemoteDrive};
+
+    fn key() -> ClusterKey {
+        ClusterKey::derive("admin", "remote-drive-secret").unwrap()
+    }
+
+    /// A node serving `drive` as layout drive 7; returns its address and
+    /// the accept task.
+    async fn serve(drive: Arc<dyn Drive>) -> (String, tokio::task::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let mut service = rpc::Service::new(Gate::new(key(), "n2", Duration::from_secs(60)));
+        Arc::new(DriveServer::new([(7u32, drive)])).register(&mut service);
+        let service = Arc::new(service);
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let service = Arc::clone(&service);
+                tokio::spawn(async move {
+                    let _ = rpc::serve_connection(sock, service).await;
+                });
+            }
+        });
+        (addr, accept)
+    }
+
+    fn peer(addr: &str) -> Peer {
+        let cfg = PeerConfig {
+            connect_timeout: Duration::from_millis(500),
+            ping_interval: Duration::from_millis(200),
+            ping_timeout: Duration::from_millis(400),
+            backoff: (Duration::from_millis(50), Duration::from_millis(200)),
+            ..PeerConfig::default()
+        };
+        Peer::new("n1", "n2", addr, Arc::new(key()), cfg)
+    }
+
+    /// Runs the same operations on a local drive and on a remote one (a
+    /// local drive of its own behind the RPC) and returns what each
+    /// answered, as text.
+    async fn script(d: &dyn Drive) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut log = |s: String| out.push(s);
+        log(format!("{:?}", d.make_volume("bkt").await));
+        log(format!("{:?}", d.make_volume("bkt").await));
+        log(format!("{:?}", d.make_volume(".minio.sys/tmp").await));
+        log(format!(
+            "{:?}",
+            d.list_volumes()
+                .await
+                .map(|v| v.into_iter().map(|v| v.name).collect::<Vec<_>>())
+        ));
+        log(format!("{:?}", d.stat_volume("nope").await.map(|v| v.name)));
+        log(format!(
+            "{:?}",
+            d.write_all("bkt", "a/xl.meta", b"meta-a".to_vec()).await
+        ));
+        log(format!(
+            "{:?}",
+            d.read_all("bkt", "a/xl.meta", 1 << 20).await
+        ));
+        log(format!("{:?}", d.read_all("bkt", "a/xl.meta", 3).await));
+        log(format!("{:?}", d.read_all("bkt", "missing", 10).await));
+        log(format!("{:?}", d.read_all("bkt", "../x", 10).await));
+
+        // A streamed shard of odd size in writes of odd sizes, then its
+        // ranges back.
+        let data: Vec<u8> = (0..1_300_007u32).map(|i| (i * 31 % 251) as u8).collect();
+        let mut w = d
+            .create_file("bkt", "a/part.1", Some(data.len() as u64))
+            .await
+            .unwrap();
+        for chunk in data.chunks(300_001) {
+            let buf = AlignedBuf::from_slice(chunk).unwrap();
+            w.write(buf).await.unwrap();
+        }
+        log(format!("written {}", w.written()));
+        log(format!("{:?}", w.finish().await));
+        for (off, len) in [(0usize, 4096usize), (777, 70_001), (1_299_000, 1007)] {
+            let buf = AlignedBuf::with_capacity(len).unwrap();
+            let (buf, n) = d
+                .read_file_at("bkt", "a/part.1", off as u64, len, buf)
+                .await
+                .unwrap();
+            log(format!(
+                "read {off}+{len}: {n} {}",
+                buf[..n] == data[off..off + n]
+            ));
+        }
+        // Past the end: fewer bytes.
+        let buf = AlignedBuf::with_capacity(8192).unwrap();
+        let r = d
+            .read_file_at("bkt", "a/part.1", 1_300_000, 8192, buf)
+            .await;
+        log(format!("{:?}", r.map(|(_, n)| n)));
+        let mut r = d
+            .open_reader("bkt", "a/part.1", 100, Some(500_000))
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        while r.remaining() > 0 {
+            let buf = r
+                .read(AlignedBuf::with_capacity(65_536).unwrap())
+                .await
+                .unwrap();
+            got.extend_from_slice(&buf);
+        }
+        log(format!(
+            "reader {} {}",
+            got.len(),
+            got == data[100..500_100]
+        ));
+        log(format!(
+            "{:?}",
+            d.open_reader("bkt", "a/part.1", 1_300_000, Some(100))
+                .await
+                .err()
+        ));
+        // A write shorter than announced fails at finish.
+        let mut w = d.create_file("bkt", "a/short", Some(10)).await.unwrap();
+        w.write(AlignedBuf::from_slice(b"abc").unwrap())
+            .await
+            .unwrap();
+        log(format!("{:?}", w.finish().await));
+        log(format!(
+            "{:?}",
+            d.create_file("nope", "x", None).await.err()
+        ));
+
+        log(format!("{:?}", d.list_dir("bkt", "a", 100).await));
+        log(format!(
+            "{:?}",
+            d.stat_file("bkt", "a/part.1")
+                .await
+                .map(|f| (f.size, f.is_dir))
+        ));
+        log(format!(
+            "{:?}",
+            d.rename("bkt", "a/part.1", "bkt", "b/part.1").await
+        ));
+        log(format!("{:?}", d.stat_file("bkt", "a/part.1").await.err()));
+        log(format!(
+            "{:?}",
+            d.write_all("bkt", "b/xl.meta", b"meta-b".to_vec()).await
+        ));
+        let page = d
+            .walk(&WalkOptions {
+                volume: "bkt".into(),
+                limit: 100,
+                meta_head: 4096,
+                meta_limit: 1 << 20,
+                ..WalkOptions::default()
+            })
+            .await;
+        log(format!("{page:?}"));
+        log(format!("{:?}", d.delete("bkt", "b", false).await));
+        log(format!("{:?}", d.delete("bkt", "b", true).await));
+        log(format!("{:?}", d.move_to_trash("bkt", "a").await));
+        log(format!("{:?}", d.list_dir("bkt", "", 100).await));
+        log(format!("{:?}", d.delete_volume("bkt", false).await));
+        log(format!("{:?}", d.stat_volume("bkt").await.err()));
+        log(format!("{:?}", d.disk_info().await.map(|i| i.total > 0)));
+        out
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_remote_drive_answers_as_the_local_one() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let open =
+            |p: &std::path::Path| LocalDrive::open(p.to_owned(), LocalDriveConfig::default());
+        let local = open(dirs[0].path()).await.unwrap();
+        let served: Arc<dyn Drive> = Arc::new(open(dirs[1].path()).await.unwrap());
+        let (addr, accept) = serve(served).await;
+        let remote = RemoteDrive::new(peer(&addr), 7, format!("http://{addr}/d7"));
+
+        let want = script(&local).await;
+        let got = script(&remote).await;
+        assert_eq!(want.len(), got.len());
+        for (w, g) in want.iter().zip(&got) {
+            // I/O errors keep their text but not their operation's name.
+            if w.starts_with("Err(Io") || w.starts_with("Some(Io") {
+                assert!(g.contains("Io"), "{w} vs {g}");
+            } else {
+                assert_eq!(w, g);
+            }
+        }
+        assert!(got.iter().any(|s| s.contains("VolumeExists")));
+        assert!(got.iter().any(|s| s.contains("SizeMismatch")));
+
+        // A drive this node does not serve, and a node that went away.
+        let other = RemoteDrive::new(peer(&addr), 8, "d8".into());
+        assert!(matches!(
+            other.make_volume("x").await,
+            Err(DriveError::InvalidArgument(_))
+        ));
+        accept.abort();
+        let _ = accept.await;
+        let gone = RemoteDrive::new(peer(&addr), 7, "d7".into());
+        let e = gone.stat_volume("x").await.unwrap_err();
+        assert!(e.is_fault(), "{e:?}");
+    }
+}

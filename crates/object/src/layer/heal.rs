@@ -65,6 +65,8 @@ pub struct ScanProgress {
 pub struct ScannerHandle {
     progress: Arc<Mutex<ScanProgress>>,
     task: tokio::task::JoinHandle<()>,
+    /// The healer of the heal journal.
+    journal_task: tokio::task::JoinHandle<()>,
 }
 
 impl ScannerHandle {
@@ -80,18 +82,19 @@ impl ScannerHandle {
 impl Drop for ScannerHandle {
     fn drop(&mut self) {
         self.task.abort();
+        self.journal_task.abort();
     }
 }
 
 /// Paces work to at most `per_sec` items per second.
-struct Pacer {
+pub(crate) struct Pacer {
     per_sec: Option<u32>,
     started: tokio::time::Instant,
     done: u64,
 }
 
 impl Pacer {
-    fn new(per_sec: Option<u32>) -> Self {
+    pub(crate) fn new(per_sec: Option<u32>) -> Self {
         Pacer {
             per_sec: per_sec.filter(|r| *r > 0),
             started: tokio::time::Instant::now(),
@@ -99,7 +102,7 @@ impl Pacer {
         }
     }
 
-    async fn tick(&mut self) {
+    pub(crate) async fn tick(&mut self) {
         self.done += 1;
         if let Some(r) = self.per_sec {
             let due = self.started + Duration::from_secs_f64(self.done as f64 / f64::from(r));
@@ -220,7 +223,9 @@ impl ObjectLayer {
     /// missing or corrupt shard.
     pub fn spawn_scanner(self: &Arc<Self>, opts: ScanOptions) -> ScannerHandle {
         let progress = Arc::new(Mutex::new(ScanProgress::default()));
+        let progress_j = progress.clone();
         let (layer, prog) = (self.clone(), progress.clone());
+        let opts_j = opts.clone();
         let task = tokio::spawn(async move {
             loop {
                 if let Err(e) = layer.scan_once(&opts, &prog).await {
@@ -250,6 +255,31 @@ impl ObjectLayer {
                 }
             }
         });
-        ScannerHandle { progress, task }
+        // The journal's healer: every drive's journal read at start and
+        // every SWEEP_EVERY, the known entries retried every RETRY_EVERY,
+        // at the scanner's rate.
+        let layer = self.clone();
+        let journal_task = tokio::spawn(async move {
+            let mut swept: Option<tokio::time::Instant> = None;
+            loop {
+                if swept.is_none_or(|t| t.elapsed() >= journal::SWEEP_EVERY) {
+                    layer.sweep_journal().await;
+                    swept = Some(tokio::time::Instant::now());
+                }
+                let mut pacer = Pacer::new(opts_j.versions_per_sec);
+                let healed = layer.retry_journal(&mut pacer).await;
+                if healed > 0 {
+                    tracing::info!(healed, "healed writes that had missed drives");
+                    let mut p = progress_j.lock().unwrap_or_else(|p| p.into_inner());
+                    p.healed += healed as u64;
+                }
+                tokio::time::sleep(journal::RETRY_EVERY).await;
+            }
+        });
+        ScannerHandle {
+            progress,
+            task,
+            journal_task,
+        }
     }
 }

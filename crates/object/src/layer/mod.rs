@@ -48,6 +48,7 @@ mod chunk;
 pub mod error;
 mod heal;
 mod join;
+mod journal;
 pub mod list;
 pub mod lock;
 pub mod multipart;
@@ -73,6 +74,7 @@ pub use chunk::{Chunk, ChunkSink, WriteSink};
 pub use drive::pipe::{Pipe, PipePool};
 pub use error::{Error, Result};
 pub use heal::{HealRequest, ScanOptions, ScanProgress, ScannerHandle};
+pub use journal::JournalStats;
 pub use list::{ListOptions, ListResult, ListVersionsResult, ListedEncryption, ListedObject};
 pub use lock::{LocalLocker, LockGuard, Locker};
 pub use multipart::{PartEtag, PartOptions, UploadInfo, UploadedPart};
@@ -162,6 +164,8 @@ pub struct ObjectLayer {
     /// from the drives is cached only if no forget happened while it was
     /// read (it may be older than the change the forget announced).
     bucket_gen: std::sync::atomic::AtomicU64,
+    /// Writes that missed drives, until they are healed.
+    journal: Arc<journal::Journal>,
 }
 
 /// The bucket hook, shown by its presence only.

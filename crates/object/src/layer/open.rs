@@ -136,6 +136,7 @@ impl ObjectLayer {
             .read_cache_bytes
             .filter(|&b| b > 0)
             .map(|b| Arc::new(ReadCache::new(b)));
+        let journal = Arc::new(super::journal::Journal::default());
         let mut sets = Vec::new();
         let mut pool_ranges = Vec::with_capacity(pools.len());
         for (drives, &size) in pools.iter().zip(&set_sizes) {
@@ -149,6 +150,7 @@ impl ObjectLayer {
                     let index = u32::try_from(sets.len()).unwrap_or(u32::MAX);
                     set = set.with_read_cache(Arc::clone(cache), index);
                 }
+                set = set.with_journal(Arc::clone(&journal), sets.len());
                 set.ensure_meta_volumes().await;
                 let cleaned = set.clean_tmp().await;
                 if cleaned > 0 {
@@ -175,6 +177,7 @@ impl ObjectLayer {
             read_cache,
             bucket_hook: None,
             bucket_gen: std::sync::atomic::AtomicU64::new(0),
+            journal,
         };
         layer.spread_buckets().await;
         Ok(layer)

@@ -80,11 +80,16 @@ impl ErasureSet {
             }
         }
         let moved = matches!(data, NewData::Moved { .. });
+        let mut written: Vec<usize> = done.iter().map(|c| c.drive).collect();
+        written.sort_unstable();
         match commit_outcome(done, quorum, moved) {
             CommitOutcome::Keep { remove } => {
                 for (d, dd) in &remove {
                     let drive = &*self.drives[*d];
                     let _ = remove_data_dir(drive, self.cache.as_ref(), bucket, dir, dd).await;
+                }
+                if written.len() < n {
+                    self.journal_missed(bucket, dir, &ov, &written).await;
                 }
                 Ok(())
             }
@@ -112,6 +117,36 @@ impl ErasureSet {
                 }
                 Err(error)
             }
+        }
+    }
+
+    /// Remembers a committed write that missed drives (see the layer's
+    /// heal journal), durably, before it is acknowledged.
+    async fn journal_missed(
+        &self,
+        bucket: &str,
+        dir: &str,
+        ov: &ObjectVersion<'static>,
+        written: &[usize],
+    ) {
+        let Some((journal, set)) = &self.journal else {
+            return;
+        };
+        let entry = crate::layer::journal::Entry {
+            bucket: bucket.to_owned(),
+            key: crate::layer::names::key_from_dir(dir),
+            version: ov.version_id,
+        };
+        if let Some((drive, name)) =
+            crate::layer::journal::record(&self.drives, written, &entry).await
+        {
+            journal.add(crate::layer::journal::Pending {
+                set: *set,
+                drive,
+                name,
+                entry,
+                attempts: 0,
+            });
         }
     }
 

@@ -333,6 +333,7 @@ mod tests {
             read_pools: Mutex::new(ReadPools::default()),
             put_queue: PutQueue::new(PUT_QUEUE_BYTES_PER_DRIVE),
             cache: None,
+            journal: None,
         };
         let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
         let sizes = [

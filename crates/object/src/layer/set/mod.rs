@@ -185,6 +185,8 @@ pub struct ErasureSet {
     put_queue: Arc<PutQueue>,
     /// The layer's read cache, if any.
     cache: Option<SetCache>,
+    /// The layer's heal journal and this set's index in the layer, if any.
+    journal: Option<(Arc<crate::layer::journal::Journal>, usize)>,
 }
 
 /// The layer's read cache as one set uses it: with the set's index in the
@@ -252,6 +254,7 @@ impl ErasureSet {
             read_pools: Mutex::new(ReadPools::default()),
             put_queue: PutQueue::new(n.saturating_mul(PUT_QUEUE_BYTES_PER_DRIVE)),
             cache: None,
+            journal: None,
         })
     }
 
@@ -259,6 +262,17 @@ impl ErasureSet {
     /// `index` tells this set's blocks from the others').
     pub(crate) fn with_read_cache(mut self, cache: Arc<ReadCache>, index: u32) -> Self {
         self.cache = Some(SetCache { cache, set: index });
+        self
+    }
+
+    /// The same set recording its writes that miss drives in `journal`
+    /// (the set being the layer's set `index`).
+    pub(crate) fn with_journal(
+        mut self,
+        journal: Arc<crate::layer::journal::Journal>,
+        index: usize,
+    ) -> Self {
+        self.journal = Some((journal, index));
         self
     }
 

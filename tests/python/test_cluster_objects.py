@@ -1,0 +1,243 @@
+"""Objects across a four-node cluster of real `tessera server` processes
+(four drives each, one erasure set of 16), through boto3.
+
+Any node serves any object: what is written through one node is read back
+bit for bit, listed, paginated and deleted through every other; a
+multipart upload is started, fed and completed through different nodes; a
+bucket's versioning turned on through one node holds at once for writes
+through the others. Each object's shards are on all sixteen drives.
+
+A node killed with SIGKILL does not stop the others: reads, writes and
+deletes through them go on within the node's detection time, and the
+killed node serves what was written without it once it is back. A node
+stopped with SIGSTOP (a stalled peer) holds no request for longer than its
+detection time either.
+"""
+
+import hashlib
+import os
+import signal
+import time
+import unittest
+
+import boto3
+from botocore.config import Config
+
+from tessera_server import ACCESS_KEY, SECRET_KEY
+from test_cluster import Cluster, FORM_BOUND_S
+
+BUCKET = "shared"
+# How long a request may wait for a node that died or stalled: the
+# connection's pings find it within 3 s, and the lock partitions it owned
+# move to the others after their hand-over (5 s and a margin) and the
+# leader's next check (2 s); a loaded CI machine gets room on top.
+DETECT_BOUND_S = 20
+# How long the writes a node missed take to reach it once it is back: the
+# others probe its drives every 5 s and retry the journal every 2 s.
+HEAL_BOUND_S = 45
+
+
+def client(c, i, retries=1):
+    return boto3.client(
+        "s3",
+        endpoint_url=c.url(i, ""),
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        region_name="us-east-1",
+        config=Config(
+            retries={"max_attempts": retries, "mode": "standard"},
+            connect_timeout=3,
+            read_timeout=30,
+            s3={"addressing_style": "path"},
+        ),
+    )
+
+
+def wait_serving(c, nodes, bound=30):
+    deadline = time.monotonic() + bound
+    for i in nodes:
+        while True:
+            try:
+                client(c, i).list_buckets()
+                break
+            except Exception as e:  # noqa: BLE001 (any refusal while starting)
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"node {i + 1} does not serve S3: {e}\n{c.log_tail(i)}")
+                time.sleep(0.3)
+
+
+def body(n, seed):
+    """`n` bytes, different for every seed."""
+    out = bytearray()
+    block = hashlib.sha256(f"{seed}".encode()).digest()
+    while len(out) < n:
+        block = hashlib.sha256(block).digest()
+        out += block * 64
+    return bytes(out[:n])
+
+
+class AnyNodeServesAnyObject(unittest.TestCase):
+    def test_objects_across_nodes_and_a_node_down(self):
+        c = Cluster()
+        self.addCleanup(c.cleanup)
+        for i in range(4):
+            c.start(i)
+        c.wait_agreed(range(4), FORM_BOUND_S, "forming")
+        wait_serving(c, range(4))
+        s3 = [client(c, i) for i in range(4)]
+
+        s3[0].create_bucket(Bucket=BUCKET)
+        for i in range(4):
+            names = [b["Name"] for b in s3[i].list_buckets()["Buckets"]]
+            self.assertEqual(names, [BUCKET], f"node {i + 1}")
+
+        # Every shape through a different node.
+        objects = {}
+        shapes = [0, 1, 100 << 10, 1 << 20, (5 << 20) + 17, 3 << 20]
+        for n, size in enumerate(shapes):
+            key = f"dir{n % 2}/obj{n}"
+            objects[key] = body(size, n)
+            s3[n % 4].put_object(Bucket=BUCKET, Key=key, Body=objects[key])
+
+        # A multipart upload started on node 2, its parts sent to nodes 3
+        # and 4, completed on node 1.
+        parts = [body(5 << 20, "p1"), body((1 << 20) + 3, "p2")]
+        up = s3[1].create_multipart_upload(Bucket=BUCKET, Key="multi")["UploadId"]
+        etags = []
+        for n, part in enumerate(parts, 1):
+            r = s3[1 + n].upload_part(Bucket=BUCKET, Key="multi", UploadId=up, PartNumber=n, Body=part)
+            etags.append({"PartNumber": n, "ETag": r["ETag"]})
+        s3[0].complete_multipart_upload(
+            Bucket=BUCKET, Key="multi", UploadId=up, MultipartUpload={"Parts": etags}
+        )
+        objects["multi"] = b"".join(parts)
+
+        for i in range(4):
+            for key, data in objects.items():
+                got = s3[i].get_object(Bucket=BUCKET, Key=key)["Body"].read()
+                self.assertEqual(hashlib.md5(got).hexdigest(), hashlib.md5(data).hexdigest(),
+                                 f"{key} through node {i + 1}")
+            listed = {o["Key"]: o["Size"] for o in
+                      s3[i].list_objects_v2(Bucket=BUCKET).get("Contents", [])}
+            self.assertEqual(listed, {k: len(v) for k, v in objects.items()}, f"node {i + 1}")
+        r = s3[2].get_object(Bucket=BUCKET, Key="dir0/obj4", Range="bytes=1000-1048575")
+        self.assertEqual(r["Body"].read(), objects["dir0/obj4"][1000:1048576])
+        prefixes = s3[3].list_objects_v2(Bucket=BUCKET, Delimiter="/")
+        self.assertEqual([p["Prefix"] for p in prefixes["CommonPrefixes"]], ["dir0/", "dir1/"])
+
+        # Pages continue on any node.
+        keys, token, page = [], None, 0
+        while True:
+            kw = {"Bucket": BUCKET, "MaxKeys": 2}
+            if token:
+                kw["ContinuationToken"] = token
+            r = s3[page % 4].list_objects_v2(**kw)
+            keys += [o["Key"] for o in r.get("Contents", [])]
+            page += 1
+            if not r["IsTruncated"]:
+                break
+            token = r["NextContinuationToken"]
+        self.assertEqual(keys, sorted(objects))
+        self.assertEqual(page, 4)
+
+        # Each object's shards are on all sixteen drives.
+        for n in range(1, 5):
+            for d in range(1, 5):
+                meta = f"{c.root}/n{n}/d{d}/{BUCKET}/dir0/obj4/xl.meta"
+                self.assertTrue(os.path.exists(meta), meta)
+
+        # Versioning turned on through node 2 holds for writes through
+        # every node at once (each had cached the bucket as unversioned).
+        s3[1].put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+        for i in range(4):
+            self.assertEqual(s3[i].get_bucket_versioning(Bucket=BUCKET).get("Status"), "Enabled")
+            s3[i].put_object(Bucket=BUCKET, Key="versioned", Body=f"v{i}".encode())
+        versions = s3[2].list_object_versions(Bucket=BUCKET, Prefix="versioned")["Versions"]
+        self.assertEqual(len(versions), 4, versions)
+        got = s3[3].get_object(Bucket=BUCKET, Key="versioned")["Body"].read()
+        self.assertEqual(got, b"v3")
+
+        # A delete through node 4 is seen by every node.
+        s3[3].delete_object(Bucket=BUCKET, Key="dir1/obj1")
+        for i in range(4):
+            with self.assertRaises(s3[i].exceptions.NoSuchKey):
+                s3[i].get_object(Bucket=BUCKET, Key="dir1/obj1")
+        del objects["dir1/obj1"]
+
+        # Node 4 killed: the others read, write and delete without it.
+        c.kill(3)
+        killed = time.monotonic()
+        written_without = {}
+        for key, data in objects.items():
+            started = time.monotonic()
+            got = s3[key.__len__() % 3].get_object(Bucket=BUCKET, Key=key)["Body"].read()
+            self.assertEqual(got, data, key)
+            self.assertLess(time.monotonic() - started, DETECT_BOUND_S, f"GET {key} with node 4 down")
+        for n in range(6):
+            key = f"while-down/{n}"
+            written_without[key] = body((n + 1) * 700_001, f"down{n}")
+            started = time.monotonic()
+            s3[n % 3].put_object(Bucket=BUCKET, Key=key, Body=written_without[key])
+            self.assertLess(time.monotonic() - started, DETECT_BOUND_S, f"PUT {key} with node 4 down")
+        s3[2].delete_object(Bucket=BUCKET, Key="dir0/obj0")
+        del objects["dir0/obj0"]
+        for i in range(3):
+            listed = {o["Key"] for o in s3[i].list_objects_v2(Bucket=BUCKET).get("Contents", [])}
+            self.assertEqual(listed, set(objects) | set(written_without) | {"versioned"})
+        down_for = time.monotonic() - killed
+
+        # Each write that missed node 4's drives is in a heal journal.
+        journals = [f"{c.root}/n{n}/d{d}/.minio.sys/tessera/heal"
+                    for n in range(1, 5) for d in range(1, 5)]
+        entries = sum(len(os.listdir(j)) for j in journals if os.path.isdir(j))
+        self.assertEqual(entries, len(written_without))
+
+        # Back: the writes it missed reach its drives, and it serves them.
+        c.start(3)
+        c.wait_agreed(range(4), FORM_BOUND_S, "node 4 rejoining")
+        back = time.monotonic()
+        # The writes it missed are healed onto its drives from the heal
+        # journal, without a scanner pass (hourly).
+        missing = lambda: [  # noqa: E731
+            f"n4/d{d}/{key}" for key in written_without for d in range(1, 5)
+            if not os.path.exists(f"{c.root}/n4/d{d}/{BUCKET}/{key}/xl.meta")
+        ]
+        healed_by = time.monotonic() + HEAL_BOUND_S
+        while missing() and time.monotonic() < healed_by:
+            time.sleep(0.5)
+        self.assertEqual(missing(), [], c.log_tail(0))
+        healed_in = time.monotonic() - back
+        left = [(j, os.listdir(j)) for j in journals if os.path.isdir(j) and os.listdir(j)]
+        deadline = time.monotonic() + HEAL_BOUND_S
+        while left and time.monotonic() < deadline:
+            time.sleep(0.5)
+            left = [(j, os.listdir(j)) for j in journals if os.path.isdir(j) and os.listdir(j)]
+        self.assertEqual(left, [], "heal journal entries left after the heal")
+        wait_serving(c, [3])
+        for key, data in {**objects, **written_without}.items():
+            got = s3[3].get_object(Bucket=BUCKET, Key=key)["Body"].read()
+            self.assertEqual(got, data, f"{key} through node 4 after its return")
+        with self.assertRaises(s3[3].exceptions.NoSuchKey):
+            s3[3].get_object(Bucket=BUCKET, Key="dir0/obj0")
+
+        # A stalled node (SIGSTOP) holds no request through the others
+        # longer than its detection time.
+        c.procs[2].send_signal(signal.SIGSTOP)
+        try:
+            for n, (key, data) in enumerate(written_without.items()):
+                started = time.monotonic()
+                got = s3[n % 2].get_object(Bucket=BUCKET, Key=key)["Body"].read()
+                self.assertEqual(got, data, key)
+                self.assertLess(time.monotonic() - started, DETECT_BOUND_S, f"GET {key} with node 3 stalled")
+            started = time.monotonic()
+            s3[3].put_object(Bucket=BUCKET, Key="while-stalled", Body=b"x" * 1_000_000)
+            self.assertLess(time.monotonic() - started, DETECT_BOUND_S, "PUT with node 3 stalled")
+        finally:
+            c.procs[2].send_signal(signal.SIGCONT)
+        print(f"\nnode 4 down for {down_for:.1f} s: {len(objects)} objects read, "
+              f"{len(written_without)} written, one deleted through the other nodes; "
+              f"its missed writes healed {healed_in:.1f} s after it rejoined")
+
+
+if __name__ == "__main__":
+    unittest.main()
