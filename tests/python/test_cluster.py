@@ -214,10 +214,11 @@ class FourNodes(unittest.TestCase):
         self.assertIn(f'tessera_raft_leader{{node="{view["leader"]}"}} 1', text)
         for i in range(1, 4):
             self.assertIn(f'tessera_peer_up{{peer="{c.name(i)}"}} 1', text)
-        # S3 across nodes is not served yet, and says so.
+        # Every node serves S3 (test_cluster_objects); a request without
+        # credentials is refused as on a single node.
         code, body = http_get(c.url(0, "/some-bucket/key"))
-        self.assertEqual(code, 503)
-        self.assertIn(b"<Code>ServiceUnavailable</Code>", body)
+        self.assertEqual(code, 403)
+        self.assertIn(b"<Code>AccessDenied</Code>", body)
         # The raft log lives under .minio.sys of each node's first drive.
         self.assertTrue(os.path.isdir(f"{c.root}/n1/d1/.minio.sys/tessera/raft"))
         # The first node formatted every drive as one MinIO deployment: one

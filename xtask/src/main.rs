@@ -49,9 +49,9 @@ fn main() -> ExitCode {
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(10),
         ),
-        Some("clients") => tools(false).and_then(|(_, mc)| {
+        Some("clients") => tools(false).and_then(|(minio, mc)| {
             let mut counts = Counts::default();
-            client_suites(&mc, ServerBuild::Daemon, &args[1..], &mut counts)?;
+            client_suites(&minio, &mc, ServerBuild::Daemon, &args[1..], &mut counts)?;
             println!("{} passed, {} failed", counts.passed, counts.failed);
             Ok(())
         }),
@@ -224,7 +224,7 @@ fn ci() -> Result<(), String> {
     )?;
 
     // The real clients (boto3, aws-cli, mc) against the real server binary.
-    client_suites(&mc, ServerBuild::SameAsTests, &[], &mut counts)?;
+    client_suites(&minio, &mc, ServerBuild::SameAsTests, &[], &mut counts)?;
 
     // Benchmarks in test mode: each benchmark runs once, so they never rot.
     run(
@@ -267,6 +267,7 @@ enum ServerBuild {
 /// `python -m unittest discover`, with `extra` appended (a filter such as
 /// `-k Multipart`). Their counts are added to `counts`.
 fn client_suites(
+    minio: &Path,
     mc: &Path,
     build: ServerBuild,
     extra: &[String],
@@ -294,6 +295,7 @@ fn client_suites(
         .args(extra)
         .env("TESSERA_BIN", &tessera)
         .env("TESSERA_MC", mc)
+        .env("TESSERA_MINIO", minio)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1")
         .current_dir(workspace_root());

@@ -171,7 +171,7 @@ impl Admin {
                     .count()
             })
             .collect();
-        const NOT_SERVED: &str = "not counted: this release does not serve objects across nodes";
+        const NOT_SERVED: &str = "not counted: a cluster node does not count its objects yet";
         InfoMessage::new(
             Deployment {
                 deployment_id,
