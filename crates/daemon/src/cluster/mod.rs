@@ -884,9 +884,17 @@ pub async fn run(
         });
     }
     notifier.status("opening the object layer over the cluster's drives");
-    let layer = open_layer(cfg, &nodes, &local_layer_drives, &peer_slots_by_node)
-        .await
-        .map_err(|e| ConfigError(format!("opening the object layer: {e}")))?;
+    // The other nodes may still be formatting or starting: the layer is
+    // opened once the drives it needs answer with the deployment's format.
+    let layer = loop {
+        match open_layer(cfg, &nodes, &local_layer_drives, &peer_slots_by_node).await {
+            Ok(l) => break l,
+            Err(e) => {
+                tracing::warn!("opening the object layer over the cluster's drives: {e}; retrying");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        }
+    };
     let bucket_events = Arc::new(buckets::BucketEvents::new(
         me.clone(),
         inbound_tx,

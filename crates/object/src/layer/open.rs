@@ -337,6 +337,26 @@ async fn format_pool(
             "the drives were formatted in sets of {set_size}"
         )));
     }
+    // Blank drives are formatted into their places only from a format more
+    // than half of the pool's drives carry: with fewer, the blank ones may
+    // be the pool (a deployment whose drives were mixed up, or a cluster
+    // whose other nodes are formatting), and a guess would be wrong.
+    let carrying = formats
+        .found
+        .iter()
+        .filter(|f| matches!(f, Found::Formatted(f) if f.id == reference.id))
+        .count();
+    let blank = formats
+        .found
+        .iter()
+        .filter(|f| matches!(f, Found::Blank))
+        .count();
+    if blank > 0 && carrying * 2 <= n {
+        return Err(layout_err(format!(
+            "only {carrying} of {n} drives carry the deployment's format: too few to format \
+             the {blank} blank ones from"
+        )));
+    }
     for (i, (d, f)) in drives.iter().zip(&formats.found).enumerate() {
         let expected = drive::DrivePosition {
             set: i / set_size,
