@@ -70,6 +70,11 @@ struct Node {
     admin: admin::Admin,
     /// The S3 gateway over the cluster's object layer, once it is open.
     gateway: std::sync::OnceLock<s3_gateway::Gateway>,
+    /// Watches every connection until shutdown takes it (`None` then: new
+    /// connections are closed at once).
+    graceful: Mutex<Option<hyper_util::server::graceful::GracefulShutdown>>,
+    /// Set at shutdown: the readiness checks answer 503.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl Node {
@@ -488,7 +493,8 @@ impl Node {
             ),
             "/minio/health/live" => respond(StatusCode::OK, "text/plain", String::new()),
             "/minio/health/cluster" | "/minio/health/ready" | "/minio/health/cluster/read" => {
-                let ok = self.has_quorum(&self.view());
+                let ok = self.has_quorum(&self.view())
+                    && !self.draining.load(std::sync::atomic::Ordering::Relaxed);
                 let status = if ok {
                     StatusCode::OK
                 } else {
@@ -773,6 +779,8 @@ pub async fn run(
         admin_auth: crate::metrics::MetricsAuth::root(cfg),
         metrics_auth: crate::metrics::MetricsAuth::for_metrics(cfg),
         gateway: std::sync::OnceLock::new(),
+        graceful: Mutex::new(Some(hyper_util::server::graceful::GracefulShutdown::new())),
+        draining: std::sync::atomic::AtomicBool::new(false),
     });
     let mut accepts = Vec::new();
     for l in listeners {
@@ -926,9 +934,36 @@ pub async fn run(
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
-    notifier.stopping("stopping");
+    // Drain: no new connections; requests in flight finish (HTTP/2
+    // connections, the other nodes' among them, are told to go away,
+    // HTTP/1.1 ones close after their current request), within the
+    // shutdown timeout.
+    notifier.stopping("stopping: draining requests in flight");
+    node.draining
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     for a in accepts {
         a.abort();
+    }
+    let graceful = node
+        .graceful
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(g) = graceful {
+        tracing::info!(
+            connections = g.count(),
+            timeout_secs = cfg.shutdown_timeout.as_secs_f64(),
+            "shutting down: draining requests in flight"
+        );
+        if tokio::time::timeout(cfg.shutdown_timeout, g.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "shutdown timeout ({:?}) reached: cut the connections still open",
+                cfg.shutdown_timeout
+            );
+        }
     }
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
@@ -971,6 +1006,7 @@ async fn serve<I>(io: I, node: Arc<Node>)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let watched = Arc::clone(&node);
     let conn = Arc::new(Connection::default());
     let svc = hyper::service::service_fn(move |req| {
         let node = Arc::clone(&node);
@@ -989,7 +1025,18 @@ where
         .max_concurrent_streams(rpc::MAX_STREAMS)
         .keep_alive_interval(Some(Duration::from_secs(5)))
         .keep_alive_timeout(Duration::from_secs(10));
-    if let Err(e) = b.serve_connection(TokioIo::new(io), svc).await {
+    let watcher = watched
+        .graceful
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|g| g.watcher());
+    // Shutting down: the connection is closed unserved.
+    let Some(watcher) = watcher else { return };
+    if let Err(e) = watcher
+        .watch(b.serve_connection(TokioIo::new(io), svc))
+        .await
+    {
         tracing::debug!("cluster connection: {e}");
     }
 }
