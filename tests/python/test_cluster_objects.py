@@ -25,7 +25,7 @@ import boto3
 from botocore.config import Config
 
 from tessera_server import ACCESS_KEY, SECRET_KEY, stop_process
-from test_cluster import Cluster, FORM_BOUND_S
+from test_cluster import FORM_BOUND_S, Cluster, http_get
 
 BUCKET = "shared"
 # How long a request may wait for a node that died or stalled: the
@@ -65,6 +65,17 @@ def wait_serving(c, nodes, bound=30):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"node {i + 1} does not serve S3: {e}\n{c.log_tail(i)}")
                 time.sleep(0.3)
+
+
+def journal_pending(c, i):
+    """Node i's heal journal entries pending, from its metrics."""
+    code, text = http_get(c.url(i, "/minio/v2/metrics/cluster"))
+    if code != 200:
+        raise AssertionError(f"metrics of node {i + 1}: {code}")
+    for line in text.decode().splitlines():
+        if line.startswith("tessera_heal_journal_pending "):
+            return int(float(line.split()[1]))
+    raise AssertionError(f"no tessera_heal_journal_pending in node {i + 1}'s metrics")
 
 
 def body(n, seed):
@@ -192,6 +203,9 @@ class AnyNodeServesAnyObject(unittest.TestCase):
                     for n in range(1, 5) for d in range(1, 5)]
         entries = sum(len(os.listdir(j)) for j in journals if os.path.isdir(j))
         self.assertEqual(entries, len(written_without))
+        # ... which the nodes that wrote them show in their metrics.
+        pending = [journal_pending(c, i) for i in range(3)]
+        self.assertGreaterEqual(sum(pending), len(written_without), pending)
 
         # Back: the writes it missed reach its drives, and it serves them.
         c.start(3)
@@ -214,6 +228,12 @@ class AnyNodeServesAnyObject(unittest.TestCase):
             time.sleep(0.5)
             left = [(j, os.listdir(j)) for j in journals if os.path.isdir(j) and os.listdir(j)]
         self.assertEqual(left, [], "heal journal entries left after the heal")
+        # Every node forgets the entries (the returned node itself may have
+        # healed them first, from its sweep at start).
+        deadline = time.monotonic() + HEAL_BOUND_S
+        while any(journal_pending(c, i) for i in range(4)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        self.assertEqual([journal_pending(c, i) for i in range(4)], [0] * 4)
         wait_serving(c, [3])
         for key, data in {**objects, **written_without}.items():
             got = s3[3].get_object(Bucket=BUCKET, Key=key)["Body"].read()

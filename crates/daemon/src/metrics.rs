@@ -126,6 +126,7 @@ pub struct Metrics {
     write_quorum: Gauge,
     read_quorum: Gauge,
     heal_queue: Gauge,
+    heal_journal: Gauge,
     scanner_cycles: Counter,
     scanner_checked: Counter,
     scanner_healed: Counter,
@@ -190,6 +191,7 @@ impl Metrics {
             write_quorum: Gauge::default(),
             read_quorum: Gauge::default(),
             heal_queue: Gauge::default(),
+            heal_journal: Gauge::default(),
             scanner_cycles: Counter::default(),
             scanner_checked: Counter::default(),
             scanner_healed: Counter::default(),
@@ -374,6 +376,11 @@ impl Metrics {
             m.heal_queue.clone(),
         );
         registry.register(
+            "heal_journal_pending",
+            "Writes that missed drives (an offline drive, a node down), remembered in the heal journal until healed",
+            m.heal_journal.clone(),
+        );
+        registry.register(
             "scanner_cycles",
             "Full passes of the background scanner",
             m.scanner_cycles.clone(),
@@ -529,6 +536,8 @@ impl Metrics {
         self.write_quorum.set(i64::from(s.write_quorum()));
         self.read_quorum.set(i64::from(s.read_quorum()));
         self.heal_queue.set(layer.heal_queue_len() as i64);
+        self.heal_journal
+            .set(i64::try_from(layer.heal_journal_stats().pending).unwrap_or(i64::MAX));
         if let Some(scanner) = scanner {
             let p = scanner.progress();
             let mut seen = self.scanner_seen.lock().unwrap_or_else(|e| e.into_inner());

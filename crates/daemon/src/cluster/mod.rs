@@ -70,6 +70,9 @@ struct Node {
     admin: admin::Admin,
     /// The S3 gateway over the cluster's object layer, once it is open.
     gateway: std::sync::OnceLock<s3_gateway::Gateway>,
+    /// What a single node's metrics show (requests, drives, caches, the
+    /// scanner and the heal journal), once the layer is open.
+    serving: std::sync::OnceLock<Serving>,
     /// Watches every connection until shutdown takes it (`None` then: new
     /// connections are closed at once).
     graceful: Mutex<Option<hyper_util::server::graceful::GracefulShutdown>>,
@@ -462,10 +465,17 @@ impl Node {
             if let Some(refusal) = self.metrics_auth.check(req.headers()) {
                 return refusal.map(|b| b.boxed());
             }
+            let mut text = self.metrics();
+            if let (Some(s), Some(g)) = (self.serving.get(), self.gateway.get()) {
+                text += &s
+                    .metrics
+                    .render(&s.health, &s.layer, Some(&s.scanner), g.admission_stats())
+                    .await;
+            }
             return respond(
                 StatusCode::OK,
                 "text/plain; version=0.0.4; charset=utf-8",
-                self.metrics(),
+                text,
             );
         }
         if let Some(call) = s3_gateway::admin::route(&method, &path) {
@@ -517,6 +527,15 @@ impl Node {
             },
         }
     }
+}
+
+/// What a serving node keeps for its metrics.
+struct Serving {
+    metrics: Arc<crate::metrics::Metrics>,
+    health: crate::health::Health,
+    layer: Arc<object::layer::ObjectLayer>,
+    /// The scanner and the heal journal's healer (they stop when dropped).
+    scanner: object::layer::ScannerHandle,
 }
 
 /// Runs the futures concurrently on the runtime and collects the outputs
@@ -779,6 +798,7 @@ pub async fn run(
         admin_auth: crate::metrics::MetricsAuth::root(cfg),
         metrics_auth: crate::metrics::MetricsAuth::for_metrics(cfg),
         gateway: std::sync::OnceLock::new(),
+        serving: std::sync::OnceLock::new(),
         graceful: Mutex::new(Some(hyper_util::server::graceful::GracefulShutdown::new())),
         draining: std::sync::atomic::AtomicBool::new(false),
     });
@@ -915,12 +935,19 @@ pub async fn run(
     );
     tokio::spawn(Arc::clone(&bucket_events).run(Arc::clone(&layer), applied_rx));
     let (_, _, assumed, available) = crate::layer_options(cfg);
+    let metrics = Arc::new(crate::metrics::Metrics::new());
     let gateway = s3_gateway::Gateway::new(
         Arc::clone(&layer),
         crate::gateway_config(cfg, tls.is_some(), assumed, available),
-    );
+    )
+    .with_observer(metrics.clone());
     let _ = node.gateway.set(gateway);
-    let _scanner = layer.spawn_scanner(cfg.scanner.clone());
+    let _ = node.serving.set(Serving {
+        metrics,
+        health: crate::health::Health::new(Arc::clone(&layer)),
+        scanner: layer.spawn_scanner(cfg.scanner.clone()),
+        layer: Arc::clone(&layer),
+    });
     tracing::info!(
         drives = layer.drives().count(),
         sets = layer.sets().len(),
