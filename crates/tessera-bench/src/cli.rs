@@ -211,11 +211,12 @@ pub struct CompareArgs {
     pub label_a: String,
     #[arg(long, default_value = "B")]
     pub label_b: String,
-    /// Server process of A, for CPU and peak memory figures.
-    #[arg(long)]
-    pub pid_a: Option<u32>,
-    #[arg(long)]
-    pub pid_b: Option<u32>,
+    /// Server processes of A (several for a cluster's nodes, comma
+    /// separated), for CPU and peak memory figures summed over them.
+    #[arg(long, value_delimiter = ',')]
+    pub pid_a: Vec<u32>,
+    #[arg(long, value_delimiter = ',')]
+    pub pid_b: Vec<u32>,
     /// Rounds (each runs A then B).
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
@@ -230,8 +231,14 @@ pub struct HarnessArgs {
     /// The five rows of the project's targets (PUT and GET of 16 MiB at
     /// c=8 and of 4 KiB at c=32, a 10,000-key listing at c=8), 7 rounds
     /// of 6 s, fresh servers per row (about 10 minutes).
-    #[arg(long, conflicts_with_all = ["quick", "smoke"])]
+    #[arg(long, conflicts_with_all = ["quick", "smoke", "cluster"])]
     pub scorecard: bool,
+    /// The scorecard's rows on a 4-node cluster of each (4 drives per
+    /// node, EC:4), load over all nodes, CPU and memory summed over them;
+    /// 5 rounds of 6 s. Needs root (a veth address: MinIO refuses loopback
+    /// in a container).
+    #[arg(long, conflicts_with_all = ["quick", "smoke"])]
+    pub cluster: bool,
     /// 4 drives and a subset of the suite, short rounds (under 3 minutes).
     #[arg(long, conflicts_with = "smoke")]
     pub quick: bool,
@@ -594,12 +601,12 @@ async fn compare_cmd(a: CompareArgs) -> u8 {
     let side_a = Side {
         label: a.label_a.clone(),
         s3: sa,
-        pid: a.pid_a,
+        pids: a.pid_a.clone(),
     };
     let side_b = Side {
         label: a.label_b.clone(),
         s3: sb,
-        pid: a.pid_b,
+        pids: a.pid_b.clone(),
     };
     let metric = Metric::for_workload(&cfg);
     let result = match compare(&side_a, &side_b, &cfg, a.rounds, |r| {
@@ -628,6 +635,8 @@ async fn harness_cmd(a: HarnessArgs) -> u8 {
         harness::Profile::Smoke
     } else if a.scorecard {
         harness::Profile::Scorecard
+    } else if a.cluster {
+        harness::Profile::Cluster
     } else if a.quick {
         harness::Profile::Quick
     } else {

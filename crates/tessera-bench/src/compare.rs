@@ -15,8 +15,9 @@ use crate::workload::{RunConfig, RunError, RunResult, Workload, run};
 pub struct Side {
     pub label: String,
     pub s3: Arc<S3>,
-    /// The server process, for CPU and memory figures.
-    pub pid: Option<u32>,
+    /// The server's processes (a cluster's nodes), for CPU and memory
+    /// figures summed over them; empty: none measured.
+    pub pids: Vec<u32>,
 }
 
 /// The figure a comparison ranks by.
@@ -167,8 +168,8 @@ pub async fn compare(
     let metric = Metric::for_workload(template);
     let base = template.prefix.clone();
     let mut out = Vec::with_capacity(rounds);
-    let mut probe_a = a.pid.map(Probe::new);
-    let mut probe_b = b.pid.map(Probe::new);
+    let mut probe_a = (!a.pids.is_empty()).then(|| Probe::new(a.pids.clone()));
+    let mut probe_b = (!b.pids.is_empty()).then(|| Probe::new(b.pids.clone()));
     for round in 1..=rounds {
         // The side that goes first alternates (A B, B A, A B, ...): a run
         // right after the other side's differs from one after its own. One
@@ -295,7 +296,7 @@ pub async fn single(
 ) -> Result<CompareResult, RunError> {
     let metric = Metric::for_workload(template);
     let base = template.prefix.clone();
-    let mut probe = a.pid.map(Probe::new);
+    let mut probe = (!a.pids.is_empty()).then(|| Probe::new(a.pids.clone()));
     let mut out = Vec::with_capacity(rounds);
     for round in 1..=rounds {
         let ra = run_side(a, "a", probe.as_mut(), template, &base, (round, rounds)).await?;

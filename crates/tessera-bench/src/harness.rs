@@ -40,14 +40,21 @@ pub enum Profile {
     /// The quickest form, for CI: proves the harness works, measures
     /// nothing worth quoting.
     Smoke,
+    /// The scorecard's rows on a 4-node cluster of each (4 drives per
+    /// node, one erasure set of 16, the default parity EC:4), the load
+    /// spread over all nodes, CPU and peak memory summed over the nodes.
+    /// Needs root: MinIO refuses loopback addresses in a container, so both
+    /// run on a private address of a veth pair the harness makes.
+    Cluster,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 4] = [
+    pub const ALL: [Profile; 5] = [
         Profile::Scorecard,
         Profile::Full,
         Profile::Quick,
         Profile::Smoke,
+        Profile::Cluster,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +63,7 @@ impl Profile {
             Profile::Full => "full",
             Profile::Quick => "quick",
             Profile::Smoke => "smoke",
+            Profile::Cluster => "cluster",
         }
     }
 }
@@ -135,7 +143,7 @@ pub fn suite(profile: Profile) -> Vec<Phase> {
         p
     };
     match profile {
-        Profile::Scorecard => vec![
+        Profile::Scorecard | Profile::Cluster => vec![
             phase(Put, 16 << 20, 8),
             prepared(phase(Get, 16 << 20, 8), 16),
             phase(Put, 4 << 10, 32),
@@ -188,6 +196,7 @@ fn timing(profile: Profile, drives: usize) -> (usize, Duration) {
         (Profile::Full, _) => (3, Duration::from_secs(1)),
         (Profile::Quick, _) => (3, Duration::from_secs(1)),
         (Profile::Smoke, _) => (2, Duration::from_millis(500)),
+        (Profile::Cluster, _) => (5, Duration::from_secs(6)),
     }
 }
 
@@ -195,6 +204,7 @@ fn layouts(profile: Profile) -> Vec<usize> {
     match profile {
         Profile::Full => vec![4, 8],
         Profile::Scorecard | Profile::Quick | Profile::Smoke => vec![4],
+        Profile::Cluster => vec![CLUSTER_NODES * CLUSTER_DRIVES],
     }
 }
 
@@ -479,6 +489,229 @@ pub fn start_minio(bin: &Path, root: &Path, drives: usize) -> Result<Server, Str
     Ok(server)
 }
 
+/// Nodes of the cluster profile, and drives per node.
+pub const CLUSTER_NODES: usize = 4;
+pub const CLUSTER_DRIVES: usize = 4;
+
+/// A private address on a veth pair made for the cluster profile (MinIO
+/// refuses loopback endpoints where it believes it runs in a container);
+/// the pair is removed when this is dropped.
+pub struct PrivateAddress {
+    pub ip: String,
+    link: String,
+}
+
+impl PrivateAddress {
+    pub fn new() -> Result<PrivateAddress, String> {
+        let tag = std::process::id() % 10_000;
+        let link = format!("tsbh{tag}a");
+        let ip = format!("10.79.{}.1", std::process::id() % 250);
+        let ip_cmd = |args: &[&str]| -> Result<(), String> {
+            let out = Command::new("ip")
+                .args(args)
+                .output()
+                .map_err(|e| format!("`ip` (iproute2) is needed for the cluster profile: {e}"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "ip {}: {} (the cluster profile needs root for a veth pair: MinIO refuses \
+                     loopback endpoints in a container)",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        };
+        let peer = format!("tsbh{tag}b");
+        ip_cmd(&["link", "add", &link, "type", "veth", "peer", "name", &peer])?;
+        let made = PrivateAddress {
+            ip: ip.clone(),
+            link: link.clone(),
+        };
+        ip_cmd(&["addr", "add", &format!("{ip}/24"), "dev", &link])?;
+        ip_cmd(&["link", "set", &link, "up"])?;
+        ip_cmd(&["link", "set", &peer, "up"])?;
+        Ok(made)
+    }
+}
+
+impl Drop for PrivateAddress {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.link])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+fn free_port_on(ip: &str) -> Result<u16, String> {
+    let l = TcpListener::bind((ip, 0)).map_err(|e| format!("no free port on {ip}: {e}"))?;
+    l.local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port on {ip}: {e}"))
+}
+
+/// The status of a plain GET (`None`: no answer).
+fn http_status(addr: &str, path: &str) -> Option<u16> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    while got.len() < 12 {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    std::str::from_utf8(got.get(9..12)?).ok()?.parse().ok()
+}
+
+/// `nodes` ports on `ip` and the endpoints of their drives under `root`
+/// (`root/n<N>/d<D>`, listed explicitly: one pool).
+fn cluster_layout(root: &Path, ip: &str) -> Result<(Vec<u16>, Vec<String>), String> {
+    let mut ports = Vec::new();
+    while ports.len() < CLUSTER_NODES {
+        let p = free_port_on(ip)?;
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+    let mut endpoints = Vec::new();
+    for (n, port) in ports.iter().enumerate() {
+        for d in 1..=CLUSTER_DRIVES {
+            let dir = root.join(format!("n{}/d{d}", n + 1));
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            endpoints.push(format!("http://{ip}:{port}{}", dir.display()));
+        }
+    }
+    Ok((ports, endpoints))
+}
+
+/// Waits until every node answers `path` with `status`.
+fn wait_nodes(
+    servers: &mut [Server],
+    ip: &str,
+    ports: &[u16],
+    path: &str,
+    status: u16,
+) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    for (s, port) in servers.iter_mut().zip(ports) {
+        let addr = format!("{ip}:{port}");
+        loop {
+            if let Ok(Some(st)) = s.child.try_wait() {
+                return Err(format!(
+                    "{} exited during start-up ({st}); see {}",
+                    s.name,
+                    s.log.display()
+                ));
+            }
+            if http_status(&addr, path) == Some(status) {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{} at {addr} did not answer {path} with {status} within {START_TIMEOUT:?}; see {}",
+                    s.name,
+                    s.log.display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    Ok(())
+}
+
+/// Starts a cluster of `tessera server` processes on `ip` and waits until
+/// every node serves S3 (an unsigned request is refused with 403, not
+/// 503 while the node starts).
+pub fn start_tessera_cluster(bin: &Path, root: &Path, ip: &str) -> Result<Vec<Server>, String> {
+    let (ports, endpoints) = cluster_layout(&root.join("drives"), ip)?;
+    let mut servers = Vec::new();
+    for (n, port) in ports.iter().enumerate() {
+        let log = root.join(format!("tessera{}.log", n + 1));
+        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = file
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut cmd = Command::new(bin);
+        base_env(&mut cmd, root);
+        cmd.env("TESSERA_ROOT_USER", USER)
+            .env("TESSERA_ROOT_PASSWORD", PASSWORD)
+            .env("TESSERA_LOG", "warn")
+            .arg("server")
+            .arg("--address")
+            .arg(format!("{ip}:{port}"))
+            .args(&endpoints)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(file))
+            .stderr(Stdio::from(err));
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        servers.push(Server {
+            name: "tessera",
+            child,
+            endpoint: format!("http://{ip}:{port}"),
+            log,
+        });
+    }
+    wait_nodes(&mut servers, ip, &ports, "/minio/health/ready", 200)?;
+    wait_nodes(&mut servers, ip, &ports, "/", 403)?;
+    Ok(servers)
+}
+
+/// Starts a cluster of `minio server` processes on `ip` and waits until
+/// every node has its write quorum.
+pub fn start_minio_cluster(bin: &Path, root: &Path, ip: &str) -> Result<Vec<Server>, String> {
+    let (ports, endpoints) = cluster_layout(&root.join("drives"), ip)?;
+    let mut servers = Vec::new();
+    for (n, port) in ports.iter().enumerate() {
+        let console = free_port_on(ip)?;
+        let log = root.join(format!("minio{}.log", n + 1));
+        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = file
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let home = root.join(format!("home{}", n + 1));
+        std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+        let mut cmd = Command::new(bin);
+        base_env(&mut cmd, &home);
+        cmd.env("MINIO_CI_CD", "1")
+            .env("MINIO_ROOT_USER", USER)
+            .env("MINIO_ROOT_PASSWORD", PASSWORD)
+            .env("MINIO_UPDATE", "off")
+            .env("MINIO_BROWSER", "off")
+            .arg("server")
+            .arg("--quiet")
+            .arg("--address")
+            .arg(format!("{ip}:{port}"))
+            .arg("--console-address")
+            .arg(format!("{ip}:{console}"))
+            .args(&endpoints)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(file))
+            .stderr(Stdio::from(err));
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        servers.push(Server {
+            name: "minio",
+            child,
+            endpoint: format!("http://{ip}:{port}"),
+            log,
+        });
+    }
+    wait_nodes(&mut servers, ip, &ports, "/minio/health/cluster", 200)?;
+    // A node connects a peer's drive it missed at start on its next
+    // monitor tick; reads before then are refused (503).
+    std::thread::sleep(Duration::from_secs(3));
+    Ok(servers)
+}
+
 /// Free space a phase wants on the drives' filesystem before it starts.
 const MIN_FREE: u64 = 6 << 30;
 
@@ -511,24 +744,42 @@ fn start_servers(
     opts: &Options,
     root: &Path,
     drives: usize,
-) -> Result<(Server, Option<Server>), String> {
-    let tessera = start_tessera(&opts.tessera, &root.join("tessera"), drives)?;
-    let minio = match &opts.minio {
-        Some(bin) => Some(start_minio(bin, &root.join("minio"), drives)?),
-        None => None,
+    address: Option<&str>,
+) -> Result<(Vec<Server>, Option<Vec<Server>>), String> {
+    let (tessera, minio) = match address {
+        Some(addr) => (
+            start_tessera_cluster(&opts.tessera, &root.join("tessera"), addr)?,
+            match &opts.minio {
+                Some(bin) => Some(start_minio_cluster(bin, &root.join("minio"), addr)?),
+                None => None,
+            },
+        ),
+        None => (
+            vec![start_tessera(&opts.tessera, &root.join("tessera"), drives)?],
+            match &opts.minio {
+                Some(bin) => Some(vec![start_minio(bin, &root.join("minio"), drives)?]),
+                None => None,
+            },
+        ),
     };
     if opts.progress {
-        println!("tessera pid {} at {}", tessera.pid(), tessera.endpoint);
-        if let Some(m) = &minio {
+        for t in &tessera {
+            println!("tessera pid {} at {}", t.pid(), t.endpoint);
+        }
+        for m in minio.iter().flatten() {
             println!("minio pid {} at {}", m.pid(), m.endpoint);
         }
     }
     Ok((tessera, minio))
 }
 
-fn client_for(server: &Server, seed: u64) -> Result<Arc<S3>, String> {
-    let ep = Endpoint::parse(&server.endpoint, false)?;
-    let pool = Pool::new(vec![ep], None, 64)?;
+/// A client spreading its requests over every node of `servers`.
+fn client_for(servers: &[Server], seed: u64) -> Result<Arc<S3>, String> {
+    let eps = servers
+        .iter()
+        .map(|s| Endpoint::parse(&s.endpoint, false))
+        .collect::<Result<Vec<_>, _>>()?;
+    let pool = Pool::new(eps, None, 64)?;
     Ok(Arc::new(S3::new(
         pool,
         Signer::new(USER, PASSWORD, "us-east-1"),
@@ -630,6 +881,12 @@ async fn run_in(opts: &Options, work: &Path, t_all: Instant) -> Result<HarnessRe
     }
     let drives_list = opts.drives.clone().unwrap_or_else(|| layouts(opts.profile));
     let seed = unix_now() ^ u64::from(std::process::id()).rotate_left(32);
+    // The cluster profile's private address (removed when dropped).
+    let address = if opts.profile == Profile::Cluster {
+        Some(PrivateAddress::new()?)
+    } else {
+        None
+    };
     let mut layouts_out = Vec::new();
     let mut errors = 0;
     let mut failed = Vec::new();
@@ -637,7 +894,9 @@ async fn run_in(opts: &Options, work: &Path, t_all: Instant) -> Result<HarnessRe
         let (rounds, time) = timing(opts.profile, drives);
         let rounds = opts.rounds.unwrap_or(rounds);
         let time = opts.time.unwrap_or(time);
-        let parity = if drives == 4 {
+        let parity = if address.is_some() {
+            format!("default, EC:4 (12+4); {CLUSTER_NODES} nodes of {CLUSTER_DRIVES} drives")
+        } else if drives == 4 {
             "EC:2 (2+2)".to_owned()
         } else {
             "default".to_owned()
@@ -677,17 +936,22 @@ async fn run_in(opts: &Options, work: &Path, t_all: Instant) -> Result<HarnessRe
                 });
                 continue;
             }
-            let (tessera, minio) = start_servers(opts, &proot, drives)?;
+            let (tessera, minio) = start_servers(
+                opts,
+                &proot,
+                drives,
+                address.as_ref().map(|a| a.ip.as_str()),
+            )?;
             let a = Side {
                 label: "tessera".into(),
                 s3: client_for(&tessera, seed)?,
-                pid: Some(tessera.pid()),
+                pids: tessera.iter().map(Server::pid).collect(),
             };
             let b = match &minio {
                 Some(m) => Some(Side {
                     label: "minio".into(),
                     s3: client_for(m, seed)?,
-                    pid: Some(m.pid()),
+                    pids: m.iter().map(Server::pid).collect(),
                 }),
                 None => None,
             };
@@ -780,8 +1044,8 @@ async fn run_in(opts: &Options, work: &Path, t_all: Instant) -> Result<HarnessRe
             drop(b);
             tokio::time::sleep(Duration::from_millis(100)).await;
             let t_stop = Instant::now();
-            let mut servers = vec![tessera];
-            servers.extend(minio);
+            let mut servers = tessera;
+            servers.extend(minio.into_iter().flatten());
             stop_all(servers);
             if t_stop.elapsed() > Duration::from_secs(2) {
                 println!("servers stopped in {:.1}s", t_stop.elapsed().as_secs_f64());

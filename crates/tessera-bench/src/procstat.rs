@@ -70,46 +70,61 @@ pub struct Usage {
     pub peak_rss_bytes: u64,
 }
 
-/// Measures one process over a phase: `start` ... `stop`.
+/// Measures a server over a phase, `start` ... `stop`: one process, or
+/// the processes of a cluster's nodes, whose CPU seconds and peak RSS are
+/// summed (the peaks may fall at different instants: the sum bounds the
+/// memory the nodes needed together from above).
 pub struct Probe {
-    pid: u32,
+    pids: Vec<u32>,
     cpu0: f64,
-    reset_ok: bool,
+    reset_ok: Vec<bool>,
     running: Arc<AtomicBool>,
-    max_rss: Arc<AtomicU64>,
+    max_rss: Arc<Vec<AtomicU64>>,
     sampler: Option<JoinHandle<()>>,
 }
 
 impl Probe {
-    pub fn new(pid: u32) -> Probe {
+    /// A probe of `pids` (at least one).
+    pub fn new(pids: Vec<u32>) -> Probe {
+        let n = pids.len();
         Probe {
-            pid,
+            pids,
             cpu0: 0.0,
-            reset_ok: false,
+            reset_ok: vec![false; n],
             running: Arc::new(AtomicBool::new(false)),
-            max_rss: Arc::new(AtomicU64::new(0)),
+            max_rss: Arc::new((0..n).map(|_| AtomicU64::new(0)).collect()),
             sampler: None,
         }
     }
 
+    /// The first process (the only one of a single server).
     pub fn pid(&self) -> u32 {
-        self.pid
+        self.pids.first().copied().unwrap_or(0)
+    }
+
+    fn cpu_now(&self) -> Option<f64> {
+        self.pids.iter().map(|&p| cpu_seconds(p)).sum()
     }
 
     pub fn start(&mut self) {
         self.stop_sampler();
-        self.reset_ok = reset_peak(self.pid);
-        self.cpu0 = cpu_seconds(self.pid).unwrap_or(0.0);
-        self.max_rss.store(
-            status_bytes(self.pid, "VmRSS").unwrap_or(0),
-            Ordering::Relaxed,
-        );
+        self.reset_ok = self.pids.iter().map(|&p| reset_peak(p)).collect();
+        self.cpu0 = self.cpu_now().unwrap_or(0.0);
+        for (m, &p) in self.max_rss.iter().zip(&self.pids) {
+            m.store(status_bytes(p, "VmRSS").unwrap_or(0), Ordering::Relaxed);
+        }
         self.running.store(true, Ordering::Relaxed);
-        let (pid, running, max_rss) = (self.pid, self.running.clone(), self.max_rss.clone());
+        let (pids, running, max_rss) = (
+            self.pids.clone(),
+            self.running.clone(),
+            self.max_rss.clone(),
+        );
         self.sampler = Some(std::thread::spawn(move || {
             while running.load(Ordering::Relaxed) {
-                if let Some(r) = status_bytes(pid, "VmRSS") {
-                    max_rss.fetch_max(r, Ordering::Relaxed);
+                for (m, &p) in max_rss.iter().zip(&pids) {
+                    if let Some(r) = status_bytes(p, "VmRSS") {
+                        m.fetch_max(r, Ordering::Relaxed);
+                    }
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -123,15 +138,17 @@ impl Probe {
         }
     }
 
-    /// Ends the phase; `None` when the process is gone.
+    /// Ends the phase; `None` when a process is gone.
     pub fn stop(&mut self) -> Option<Usage> {
         self.stop_sampler();
-        let cpu1 = cpu_seconds(self.pid)?;
-        let mut peak = self.max_rss.load(Ordering::Relaxed);
-        if self.reset_ok
-            && let Some(hwm) = status_bytes(self.pid, "VmHWM")
-        {
-            peak = peak.max(hwm);
+        let cpu1 = self.cpu_now()?;
+        let mut peak = 0;
+        for ((m, &p), &reset) in self.max_rss.iter().zip(&self.pids).zip(&self.reset_ok) {
+            let mut one = m.load(Ordering::Relaxed);
+            if reset && let Some(hwm) = status_bytes(p, "VmHWM") {
+                one = one.max(hwm);
+            }
+            peak += one;
         }
         Some(Usage {
             cpu_seconds: (cpu1 - self.cpu0).max(0.0),

@@ -442,7 +442,7 @@ fn proc_parsing() {
     assert_eq!(parse_status_kb(status, "VmRSS"), Some(65_432));
     assert_eq!(parse_status_kb(status, "VmSwap"), None);
     // The probe on this very process.
-    let mut p = tessera_bench::procstat::Probe::new(std::process::id());
+    let mut p = tessera_bench::procstat::Probe::new(vec![std::process::id()]);
     p.start();
     let mut x = 0u64;
     for i in 0..5_000_000u64 {
@@ -452,6 +452,11 @@ fn proc_parsing() {
     let u = p.stop().unwrap();
     assert!(u.cpu_seconds >= 0.0);
     assert!(u.peak_rss_bytes > 0);
+    // A group of processes (a cluster's nodes): memory summed over them.
+    let mut two = tessera_bench::procstat::Probe::new(vec![std::process::id(); 2]);
+    two.start();
+    let u2 = two.stop().unwrap();
+    assert!(u2.peak_rss_bytes > u.peak_rss_bytes);
 }
 
 #[test]
