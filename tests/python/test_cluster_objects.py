@@ -169,6 +169,17 @@ class AnyNodeServesAnyObject(unittest.TestCase):
         got = s3[3].get_object(Bucket=BUCKET, Key="versioned")["Body"].read()
         self.assertEqual(got, b"v3")
 
+        # A bucket deleted through node 2 is gone for every node at once
+        # (each had found it, and caches what it found).
+        s3[0].create_bucket(Bucket="short-lived")
+        for i in range(4):
+            s3[i].put_object(Bucket="short-lived", Key=f"o{i}", Body=b"x")
+            s3[i].delete_object(Bucket="short-lived", Key=f"o{i}")
+        s3[1].delete_bucket(Bucket="short-lived")
+        for i in range(4):
+            with self.assertRaises(s3[i].exceptions.NoSuchBucket, msg=f"node {i + 1}"):
+                s3[i].put_object(Bucket="short-lived", Key="late", Body=b"y")
+
         # A delete through node 4 is seen by every node.
         s3[3].delete_object(Bucket=BUCKET, Key="dir1/obj1")
         for i in range(4):
@@ -202,7 +213,9 @@ class AnyNodeServesAnyObject(unittest.TestCase):
         journals = [f"{c.root}/n{n}/d{d}/.minio.sys/tessera/heal"
                     for n in range(1, 5) for d in range(1, 5)]
         entries = sum(len(os.listdir(j)) for j in journals if os.path.isdir(j))
-        self.assertEqual(entries, len(written_without))
+        self.assertEqual(entries, len(written_without), [
+            (j, open(f"{j}/{e}", "rb").read()) for j in journals if os.path.isdir(j)
+            for e in os.listdir(j)])
         # ... which the nodes that wrote them show in their metrics.
         pending = [journal_pending(c, i) for i in range(3)]
         self.assertGreaterEqual(sum(pending), len(written_without), pending)

@@ -139,11 +139,30 @@ impl ObjectLayer {
 
     pub(super) async fn check_bucket_exists(&self, bucket: &str) -> Result<()> {
         names::check_bucket(bucket)?;
+        // A layer whose bucket changes are announced (a node of a cluster,
+        // where most drives answer over the network) keeps the buckets it
+        // found: a deletion anywhere reaches forget_bucket before it
+        // returns.
+        let cached = self.bucket_hook.is_some();
+        if cached && self.known_buckets().contains(bucket) {
+            return Ok(());
+        }
+        let gen_before = self.bucket_gen.load(Ordering::SeqCst);
         if self.bucket_exists(bucket).await? {
+            if cached {
+                let mut known = self.known_buckets();
+                if self.bucket_gen.load(Ordering::SeqCst) == gen_before {
+                    known.insert(bucket.to_owned());
+                }
+            }
             Ok(())
         } else {
             Err(Error::NoSuchBucket(bucket.into()))
         }
+    }
+
+    fn known_buckets(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.known_buckets.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Whether versioning is enabled on `bucket`.
@@ -353,14 +372,7 @@ impl ObjectLayer {
                 .await;
             let _ = d.delete(BUCKETS_VOLUME, bucket, true).await;
         }
-        self.versioning
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(bucket);
-        self.configs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|(b, _), _| b != bucket);
+        self.forget_bucket(bucket);
         self.announce(bucket, BucketChange::Deleted).await;
         if ok < self.bucket_quorum() {
             return Err(Error::WriteQuorum {

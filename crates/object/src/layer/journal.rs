@@ -227,7 +227,8 @@ impl ObjectLayer {
                 .heal_object(&e.bucket, &e.key, Some(e.version_sel()))
                 .await;
             let done = match &r {
-                Ok(_) => true,
+                // Whole only when no drive it needed failed.
+                Ok(h) => h.failed_drives.is_empty(),
                 // Deleted (or overwritten, unversioned) since: nothing to heal.
                 Err(err) => err.is_not_found(),
             };

@@ -166,6 +166,9 @@ pub struct ObjectLayer {
     bucket_gen: std::sync::atomic::AtomicU64,
     /// Writes that missed drives, until they are healed.
     journal: Arc<journal::Journal>,
+    /// Buckets found to exist, kept only with a bucket hook (see
+    /// `check_bucket_exists`).
+    known_buckets: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The bucket hook, shown by its presence only.
@@ -194,9 +197,9 @@ impl ObjectLayer {
         self
     }
 
-    /// Drops what this layer cached of `bucket` (its versioning state and
-    /// configuration documents): another layer over the same drives
-    /// changed them.
+    /// Drops what this layer cached of `bucket` (its versioning state,
+    /// configuration documents and existence): another layer over the same
+    /// drives changed them.
     pub fn forget_bucket(&self, bucket: &str) {
         self.bucket_gen
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -208,6 +211,10 @@ impl ObjectLayer {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|(b, _), _| b != bucket);
+        self.known_buckets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(bucket);
     }
 
     /// Drops what this layer cached of every bucket.
@@ -219,6 +226,10 @@ impl ObjectLayer {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         self.configs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.known_buckets
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();

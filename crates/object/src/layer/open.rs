@@ -178,6 +178,7 @@ impl ObjectLayer {
             bucket_hook: None,
             bucket_gen: std::sync::atomic::AtomicU64::new(0),
             journal,
+            known_buckets: Mutex::new(std::collections::HashSet::new()),
         };
         layer.spread_buckets().await;
         Ok(layer)

@@ -300,6 +300,9 @@ pub struct BucketInfo {
 pub struct HealResult {
     /// Set positions of drives whose shards or metadata were rewritten.
     pub healed_drives: Vec<usize>,
+    /// Set positions of drives that needed healing and could not be
+    /// written (offline, failing): the version is not whole yet.
+    pub failed_drives: Vec<usize>,
 }
 
 /// A bucket's versioning state, as S3 defines it.

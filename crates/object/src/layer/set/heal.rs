@@ -251,7 +251,13 @@ impl ErasureSet {
         for &d in &targets {
             let _ = self.drives[d].delete(TMP_VOLUME, &tmp_id, true).await;
         }
-        res
+        // Drives whose shards could not be written are not whole either.
+        res.map(|mut h| {
+            h.failed_drives
+                .extend((0..n).filter(|&d| need[d] && failed[d]));
+            h.failed_drives.sort_unstable();
+            h
+        })
     }
 
     /// Commits healed data (moved from the temp area, or inline records)
@@ -266,7 +272,7 @@ impl ErasureSet {
     ) -> Result<HealResult> {
         let vid = r.version.version_id();
         let path = format!("{dir}/{XL_META}");
-        let mut healed = Vec::new();
+        let (mut healed, mut failed) = (Vec::new(), Vec::new());
         for (d, drive) in self.drives.iter().enumerate() {
             if !need[d] {
                 continue;
@@ -318,11 +324,15 @@ impl ErasureSet {
             .await;
             match res {
                 Ok(()) => healed.push(d),
-                Err(e) => tracing::warn!(drive = %drive.label(), "heal of {bucket}/{dir}: {e}"),
+                Err(e) => {
+                    tracing::warn!(drive = %drive.label(), "heal of {bucket}/{dir}: {e}");
+                    failed.push(d);
+                }
             }
         }
         Ok(HealResult {
             healed_drives: healed,
+            failed_drives: failed,
         })
     }
 }
