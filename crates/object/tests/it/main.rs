@@ -3,8 +3,9 @@
 //!
 //! * `round_trips`, `inline`, `versioning`, `buckets`, `multipart`,
 //!   `listing`: the S3 operations end to end on real directories;
-//! * `damage`, `commit`, `durability`: drives lost, bitrot, heal, failed
-//!   commits, a crashed writer and a hung drive;
+//! * `damage`, `commit`, `durability`, `journal`: drives lost, bitrot,
+//!   heal, failed commits, a crashed writer, a hung drive, and the journal
+//!   of writes that missed drives;
 //! * `locks`, `conditional`, `deployments`: concurrency, conditional writes,
 //!   pools, storage classes and the drive backends;
 //! * `put_stream`, `get_pipeline`, `read_cache`: the PUT and GET data paths
@@ -27,6 +28,7 @@ mod durability;
 mod fuzz;
 mod get_pipeline;
 mod inline;
+mod journal;
 mod listing;
 mod locks;
 mod minio_fixtures;

@@ -1,0 +1,115 @@
+//! The heal journal: a PUT that reaches its quorum with a drive failing is
+//! remembered on a drive that took it before it is acknowledged, a heal
+//! while the drive still fails says so and keeps the entry, and once the
+//! drive works again the journal's healer rebuilds the object on it and
+//! removes the entry, without a scanner pass.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use object::layer::{ObjectLayer, ScanOptions};
+
+use crate::support::faulty::{Fault, faulty_layer};
+use crate::support::*;
+
+fn journal_entries(ds: &[std::path::PathBuf]) -> usize {
+    ds.iter()
+        .map(|d| {
+            std::fs::read_dir(d.join(".minio.sys/tessera/heal"))
+                .map(|r| r.count())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_missed_a_drive_is_journalled_and_healed_when_it_returns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let (l, faulty) = faulty_layer(&ds).await;
+    let l = Arc::new(l);
+    l.make_bucket("jbk").await.unwrap();
+    put(&l, "jbk", "whole", &data(3000, 1)).await;
+    assert_eq!(
+        journal_entries(&ds),
+        0,
+        "a write on every drive is not journalled"
+    );
+
+    faulty[2].set(Fault::Fail);
+    let big = data((1 << 20) + 5, 2);
+    let small = data(900, 3);
+    put(&l, "jbk", "big", &big).await;
+    put(&l, "jbk", "small", &small).await;
+    assert_eq!(journal_entries(&ds), 2);
+    assert_eq!(l.heal_journal_stats().pending, 2);
+    assert!(!ds[2].join("jbk/big/xl.meta").exists());
+
+    // A heal while the drive still fails is not whole, and says which
+    // drive it could not write.
+    let h = l.heal_object("jbk", "big", None).await.unwrap();
+    assert_eq!(h.failed_drives, vec![2]);
+    assert!(h.healed_drives.is_empty());
+
+    // The healer keeps the entries while the drive fails ...
+    let scanner = l.spawn_scanner(ScanOptions {
+        versions_per_sec: None,
+        interval: Duration::from_secs(3600),
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(l.heal_journal_stats().pending, 2);
+    assert_eq!(journal_entries(&ds), 2);
+
+    // ... and heals them once it works again.
+    faulty[2].set(Fault::None);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while l.heal_journal_stats().pending > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(l.heal_journal_stats().pending, 0);
+    assert_eq!(journal_entries(&ds), 0);
+    assert!(ds[2].join("jbk/big/xl.meta").exists());
+    assert!(ds[2].join("jbk/small/xl.meta").exists());
+    drop(scanner);
+
+    // The healed drive serves its shards: with two others failing, the
+    // reads need it.
+    faulty[0].set(Fault::Fail);
+    assert_eq!(get(&l, "jbk", "big").await.unwrap(), big);
+    assert_eq!(get(&l, "jbk", "small").await.unwrap(), small);
+}
+
+/// Entries written by another layer over the same drives (another node,
+/// or this process before a restart) are found by the sweep at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_left_by_an_earlier_run_are_healed_after_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    {
+        let (l, faulty) = faulty_layer(&ds).await;
+        l.make_bucket("jbk").await.unwrap();
+        faulty[1].set(Fault::Fail);
+        put(&l, "jbk", "k", &data(200_000, 4)).await;
+        assert_eq!(journal_entries(&ds), 1);
+    }
+    let l = Arc::new(
+        ObjectLayer::open_dirs(&ds, Default::default())
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        l.heal_journal_stats().pending,
+        0,
+        "nothing known before the sweep"
+    );
+    let _scanner = l.spawn_scanner(ScanOptions {
+        versions_per_sec: None,
+        interval: Duration::from_secs(3600),
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while journal_entries(&ds) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(journal_entries(&ds), 0);
+    assert!(ds[1].join("jbk/k/xl.meta").exists());
+}
