@@ -292,6 +292,10 @@ impl<D: Drive + ?Sized + 'static> Drive for DeadlineDrive<D> {
         self.shared.label.clone()
     }
 
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+
     fn health(&self) -> HealthReport {
         let own = self.shared.health.report();
         if own.state != DriveState::Online {

@@ -212,6 +212,12 @@ pub trait Drive: Send + Sync + fmt::Debug {
     fn set_id(&self, id: Option<Uuid>);
     /// A human-readable name for logs (the root path, or an endpoint).
     fn label(&self) -> String;
+    /// Whether the drive is attached to this process's machine (the
+    /// default), not reached over the network: a reader that needs only
+    /// some of a set's drives prefers these.
+    fn is_local(&self) -> bool {
+        true
+    }
     /// Current health.
     fn health(&self) -> HealthReport;
     /// Space on the drive's file system.

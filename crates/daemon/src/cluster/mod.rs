@@ -1083,17 +1083,25 @@ async fn open_layer(
         .map(|d| d.pool)
         .max()
         .map_or(0, |p| p + 1);
+    // One batch queue per node, shared by its drives.
+    let batches: Vec<Option<Arc<remote_drive::PeerBatch>>> = peers
+        .iter()
+        .map(|p| p.as_ref().map(|p| remote_drive::PeerBatch::new(p.clone())))
+        .collect();
     let mut drives: Vec<Vec<Arc<dyn drive::Drive>>> = vec![Vec::new(); pools];
     for (i, laid) in nodes.layout.iter().enumerate() {
         let d: Arc<dyn drive::Drive> = match local.get(&i) {
             Some(d) => Arc::clone(d),
             None => {
-                let peer = peers
+                let batch = batches
                     .get(laid.node)
                     .and_then(Option::as_ref)
                     .ok_or_else(|| format!("no peer for drive {}", laid.endpoint))?;
-                let remote =
-                    remote_drive::RemoteDrive::new(peer.clone(), i as u32, laid.endpoint.clone());
+                let remote = remote_drive::RemoteDrive::new(
+                    Arc::clone(batch),
+                    i as u32,
+                    laid.endpoint.clone(),
+                );
                 Arc::new(drive::DeadlineDrive::new(
                     Arc::new(remote) as Arc<dyn drive::Drive>,
                     cfg.drive_deadline.clone(),

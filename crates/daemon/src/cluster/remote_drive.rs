@@ -10,6 +10,13 @@
 //! byte, what `finish` returned. A ranged read is one call that answers
 //! the bytes; a sequential reader is made of such calls.
 //!
+//! Small calls are batched: the calls a request makes at once to the
+//! drives of one node (the `xl.meta` of each of its drives, their
+//! commits, ...) wait for the current task to yield, then leave as one
+//! `drive.batch` call that the callee answers as the calls would have been
+//! answered one by one ([`PeerBatch`]); a call alone goes as itself.
+//! Shard data (ranged reads, streamed writes) and walks are never batched.
+//!
 //! Deadlines: the caller wraps each remote drive in a
 //! [`drive::DeadlineDrive`], as it wraps its local drives, so a remote
 //! operation is bounded by the same per-operation deadline; a node that
@@ -172,9 +179,158 @@ impl Messages {
     }
 }
 
+/// Calls queued for one batch at most (a request touches at most the
+/// drives of a set).
+const MAX_BATCH: usize = 128;
+
+/// The calls to one node's drives, batched: calls made while the current
+/// task runs leave together when it yields.
+pub struct PeerBatch {
+    peer: Peer,
+    queue: Mutex<Vec<Queued>>,
+}
+
+struct Queued {
+    op: &'static str,
+    args: Vec<u8>,
+    done: tokio::sync::oneshot::Sender<Result<Bytes, DriveError>>,
+}
+
+impl PeerBatch {
+    pub fn new(peer: Peer) -> Arc<PeerBatch> {
+        Arc::new(PeerBatch {
+            peer,
+            queue: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Calls `drive.<op>` with `args`, in a batch with the calls made to
+    /// the same node before this task yields.
+    async fn call(self: &Arc<Self>, op: &'static str, args: Vec<u8>) -> Result<Bytes, DriveError> {
+        let (done, answer) = tokio::sync::oneshot::channel();
+        let first = {
+            let mut q = self.queue();
+            q.push(Queued { op, args, done });
+            q.len() == 1
+        };
+        if first {
+            let me = Arc::clone(self);
+            tokio::spawn(async move {
+                // The calls the caller's task makes before it waits join.
+                tokio::task::yield_now().await;
+                me.flush().await;
+            });
+        }
+        answer
+            .await
+            .unwrap_or_else(|_| Err(stream_error("the batched call was dropped")))
+    }
+
+    /// Sends what is queued: one call as itself, several as a batch.
+    async fn flush(self: Arc<Self>) {
+        loop {
+            let batch: Vec<Queued> = {
+                let mut q = self.queue();
+                let n = q.len().min(MAX_BATCH);
+                q.drain(..n).collect()
+            };
+            match batch.len() {
+                0 => return,
+                1 => {
+                    let Some(one) = batch.into_iter().next() else {
+                        return;
+                    };
+                    let me = Arc::clone(&self);
+                    tokio::spawn(async move {
+                        let r = me.single(one.op, one.args).await;
+                        let _ = one.done.send(r);
+                    });
+                }
+                _ => {
+                    let me = Arc::clone(&self);
+                    tokio::spawn(async move { me.send_batch(batch).await });
+                }
+            }
+            if self.queue().is_empty() {
+                return;
+            }
+        }
+    }
+
+    async fn single(&self, op: &str, args: Vec<u8>) -> Result<Bytes, DriveError> {
+        let answer = self
+            .peer
+            .call(&format!("drive.{op}"), Bytes::from(args), None)
+            .await
+            .map_err(call_error)?;
+        let start = answer.len() - open_answer(&answer)?.len();
+        Ok(answer.slice(start..))
+    }
+
+    async fn send_batch(&self, batch: Vec<Queued>) {
+        let mut e = Enc::new();
+        e.u32(batch.len() as u32);
+        for q in &batch {
+            e.str(q.op).bytes(&q.args);
+        }
+        let answers = self
+            .peer
+            .call("drive.batch", Bytes::from(e.0), None)
+            .await
+            .map_err(call_error)
+            .and_then(|b| split_batch(&b, batch.len()));
+        match answers {
+            Ok(answers) => {
+                for (q, a) in batch.into_iter().zip(answers) {
+                    let r = open_answer(&a).map(|p| a.slice(a.len() - p.len()..));
+                    let _ = q.done.send(r);
+                }
+            }
+            Err(err) => {
+                let text = err.to_string();
+                let fault = err.is_fault();
+                for q in batch {
+                    // Every call of a failed batch fails as the batch did.
+                    let e = if fault {
+                        DriveError::Offline(text.clone())
+                    } else {
+                        stream_error(&text)
+                    };
+                    let _ = q.done.send(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// The answers of a `drive.batch` call, `n` of them.
+fn split_batch(b: &Bytes, n: usize) -> Result<Vec<Bytes>, DriveError> {
+    let mut d = Dec::new(b);
+    let count = d.u32().map_err(malformed)? as usize;
+    if count != n {
+        return Err(malformed(WireError(format!(
+            "{count} answers to {n} calls"
+        ))));
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let a = d.bytes().map_err(malformed)?;
+        // A view of the answer, not a copy.
+        let start = a.as_ptr() as usize - b.as_ptr() as usize;
+        out.push(b.slice(start..start + a.len()));
+    }
+    d.end().map_err(malformed)?;
+    Ok(out)
+}
+
 /// A drive of another node.
 pub struct RemoteDrive {
     peer: Peer,
+    batch: Arc<PeerBatch>,
     index: u32,
     label: String,
     id: Mutex<Option<Uuid>>,
@@ -190,10 +346,12 @@ impl std::fmt::Debug for RemoteDrive {
 }
 
 impl RemoteDrive {
-    /// Drive `index` of the layout (its endpoint `label`), served by `peer`.
-    pub fn new(peer: Peer, index: u32, label: String) -> RemoteDrive {
+    /// Drive `index` of the layout (its endpoint `label`), served by the
+    /// node `batch` calls.
+    pub fn new(batch: Arc<PeerBatch>, index: u32, label: String) -> RemoteDrive {
         RemoteDrive {
-            peer,
+            peer: batch.peer.clone(),
+            batch,
             index,
             label,
             id: Mutex::new(None),
@@ -206,17 +364,17 @@ impl RemoteDrive {
         e
     }
 
-    async fn call(&self, op: &str, args: Enc) -> Result<Bytes, DriveError> {
-        let answer = self
-            .peer
-            .call(&format!("drive.{op}"), Bytes::from(args.0), None)
-            .await
-            .map_err(call_error)?;
-        let start = answer.len() - open_answer(&answer)?.len();
-        Ok(answer.slice(start..))
+    /// A small call, batched with the calls to the same node's drives.
+    async fn call(&self, op: &'static str, args: Enc) -> Result<Bytes, DriveError> {
+        self.batch.call(op, args.0).await
     }
 
-    async fn call_unit(&self, op: &str, args: Enc) -> Result<(), DriveError> {
+    /// A call that is never batched (shard data, walks).
+    async fn call_alone(&self, op: &'static str, args: Enc) -> Result<Bytes, DriveError> {
+        self.batch.single(op, args.0).await
+    }
+
+    async fn call_unit(&self, op: &'static str, args: Enc) -> Result<(), DriveError> {
         self.call(op, args).await.map(|_| ())
     }
 }
@@ -232,6 +390,10 @@ impl Drive for RemoteDrive {
 
     fn label(&self) -> String {
         self.label.clone()
+    }
+
+    fn is_local(&self) -> bool {
+        false
     }
 
     fn health(&self) -> HealthReport {
@@ -375,7 +537,7 @@ impl Drive for RemoteDrive {
             }
             let mut a = self.args();
             a.str(volume).str(path).u64(offset).u64(len as u64);
-            let b = self.call("read_file_at", a).await?;
+            let b = self.call_alone("read_file_at", a).await?;
             if b.len() > len {
                 return Err(malformed(WireError(format!(
                     "{} bytes answered to a read of {len}",
@@ -414,6 +576,7 @@ impl Drive for RemoteDrive {
             Ok(Box::new(RemoteReader {
                 drive: RemoteDrive {
                     peer: self.peer.clone(),
+                    batch: Arc::clone(&self.batch),
                     index: self.index,
                     label: self.label.clone(),
                     id: Mutex::new(self.id()),
@@ -515,7 +678,7 @@ impl Drive for RemoteDrive {
         Box::pin(async move {
             let mut a = self.args();
             wire::put_walk_options(&mut a, opts);
-            let b = self.call("walk", a).await?;
+            let b = self.call_alone("walk", a).await?;
             wire::get_walk_page(&mut Dec::new(&b)).map_err(malformed)
         })
     }
@@ -691,10 +854,62 @@ impl DriveServer {
             });
         }
         let me = Arc::clone(self);
+        service.unary("drive.batch", move |_, body: Bytes| {
+            let me = Arc::clone(&me);
+            async move { me.serve_batch(body).await }
+        });
+        let me = Arc::clone(self);
         service.streaming("drive.create_file", move |_, req| {
             let me = Arc::clone(&me);
             async move { me.serve_create(req) }
         });
+    }
+
+    /// `drive.batch`: each call of the batch answered as if it came alone,
+    /// all at once.
+    async fn serve_batch(self: Arc<Self>, body: Bytes) -> Result<Bytes, rpc::Failure> {
+        let bad = |e: WireError| rpc::Failure {
+            status: 400,
+            message: e.to_string(),
+        };
+        let mut d = Dec::new(&body);
+        let n = d.u32().map_err(bad)? as usize;
+        if n > MAX_BATCH {
+            return Err(bad(WireError(format!(
+                "a batch of {n} calls (at most {MAX_BATCH})"
+            ))));
+        }
+        let mut calls = Vec::with_capacity(n);
+        for _ in 0..n {
+            let op = d.string().map_err(bad)?;
+            let args = d.bytes().map_err(bad)?;
+            let start = args.as_ptr() as usize - body.as_ptr() as usize;
+            calls.push((op, body.slice(start..start + args.len())));
+        }
+        d.end().map_err(bad)?;
+        let mut set = tokio::task::JoinSet::new();
+        for (i, (op, args)) in calls.into_iter().enumerate() {
+            let me = Arc::clone(&self);
+            set.spawn(async move {
+                let r = match UNARY.iter().find(|u| **u == op) {
+                    Some(op) => me.serve(op, &args).await,
+                    None => Err(DriveError::InvalidArgument(format!("no drive method {op}"))),
+                };
+                (i, answer(r))
+            });
+        }
+        let mut answers = vec![Bytes::new(); n];
+        while let Some(r) = set.join_next().await {
+            if let Ok((i, a)) = r {
+                answers[i] = a;
+            }
+        }
+        let mut out = Enc::new();
+        out.u32(n as u32);
+        for a in &answers {
+            out.bytes(a);
+        }
+        Ok(Bytes::from(out.0))
     }
 
     fn drive(&self, d: &mut Dec<'_>) -> Result<&Arc<dyn Drive>, DriveError> {
@@ -882,7 +1097,7 @@ mod tests {
     use rpc::{ClusterKey, Gate, Peer, PeerConfig};
     use tokio::net::TcpListener;
 
-    use super::{DriveServer, RemoteDrive};
+    use super::{DriveServer, PeerBatch, RemoteDrive};
 
     fn key() -> ClusterKey {
         ClusterKey::derive("admin", "remote-drive-secret").unwrap()
@@ -1057,7 +1272,7 @@ mod tests {
         let local = open(dirs[0].path()).await.unwrap();
         let served: Arc<dyn Drive> = Arc::new(open(dirs[1].path()).await.unwrap());
         let (addr, accept) = serve(served).await;
-        let remote = RemoteDrive::new(peer(&addr), 7, format!("http://{addr}/d7"));
+        let remote = RemoteDrive::new(PeerBatch::new(peer(&addr)), 7, format!("http://{addr}/d7"));
 
         let want = script(&local).await;
         let got = script(&remote).await;
@@ -1073,15 +1288,66 @@ mod tests {
         assert!(got.iter().any(|s| s.contains("VolumeExists")));
         assert!(got.iter().any(|s| s.contains("SizeMismatch")));
 
+        // Calls made at once to one node leave as one batch, each answered
+        // as it would have been alone.
+        let batch = PeerBatch::new(peer(&addr));
+        let d = RemoteDrive::new(Arc::clone(&batch), 7, "d7".into());
+        d.make_volume("batched").await.unwrap();
+        for i in 0..6 {
+            d.write_all("batched", &format!("f{i}"), vec![i as u8; i * 100])
+                .await
+                .unwrap();
+        }
+        let calls_before = batch.peer.stats().calls;
+        let mut reads: Vec<_> = (0..8)
+            .map(|i| {
+                Box::pin(d.read_all(
+                    "batched",
+                    Box::leak(format!("f{i}").into_boxed_str()),
+                    1 << 20,
+                ))
+            })
+            .collect();
+        let mut out: Vec<Option<drive::Result<Vec<u8>>>> = (0..8).map(|_| None).collect();
+        std::future::poll_fn(|cx| {
+            for (f, o) in reads.iter_mut().zip(out.iter_mut()) {
+                if o.is_none()
+                    && let std::task::Poll::Ready(r) = f.as_mut().poll(cx)
+                {
+                    *o = Some(r);
+                }
+            }
+            if out.iter().all(Option::is_some) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+        for (i, r) in out.into_iter().enumerate() {
+            match r.unwrap() {
+                Ok(b) => assert_eq!(b, vec![i as u8; i * 100]),
+                Err(e) => assert!(
+                    i >= 6 && matches!(e, DriveError::FileNotFound),
+                    "{i}: {e:?}"
+                ),
+            }
+        }
+        assert_eq!(
+            batch.peer.stats().calls - calls_before,
+            1,
+            "one batch for eight reads"
+        );
+
         // A drive this node does not serve, and a node that went away.
-        let other = RemoteDrive::new(peer(&addr), 8, "d8".into());
+        let other = RemoteDrive::new(PeerBatch::new(peer(&addr)), 8, "d8".into());
         assert!(matches!(
             other.make_volume("x").await,
             Err(DriveError::InvalidArgument(_))
         ));
         accept.abort();
         let _ = accept.await;
-        let gone = RemoteDrive::new(peer(&addr), 7, "d7".into());
+        let gone = RemoteDrive::new(PeerBatch::new(peer(&addr)), 7, "d7".into());
         let e = gone.stat_volume("x").await.unwrap_err();
         assert!(e.is_fault(), "{e:?}");
     }

@@ -254,11 +254,28 @@ fn listing_drives(n: usize) -> usize {
     n - (n / 2).max(1) + 1
 }
 
+/// [`listing_drives`], and at least the data shards of the set's default
+/// parity: a version written with it then reaches its quorum on the
+/// walked drives alone, so the unread ones are read only for keys whose
+/// copies disagree (with 16 drives and parity 4, 12 walked instead of 9
+/// that could confirm no version by themselves, every key then needing the
+/// other 7 read one by one).
+fn listing_share(n: usize, parity: usize) -> usize {
+    listing_drives(n).max(n.saturating_sub(parity)).min(n)
+}
+
 /// The drives of a set a page walks: `count` of them, those that report
-/// themselves online first (in set order), then the rest.
+/// themselves online first, this process's own drives before other
+/// nodes' (in set order), then the rest.
 fn choose_drives(set: &ErasureSet, count: usize) -> (Vec<usize>, Arc<Vec<usize>>) {
     let mut order: Vec<usize> = (0..set.drives().len()).collect();
-    order.sort_by_key(|&d| set.drives()[d].health().state != drive::DriveState::Online);
+    order.sort_by_key(|&d| {
+        let drive = &set.drives()[d];
+        (
+            drive.health().state != drive::DriveState::Online,
+            !drive.is_local(),
+        )
+    });
     let rest = order.split_off(count.min(order.len()));
     (order, Arc::new(rest))
 }
@@ -280,7 +297,8 @@ async fn merged_page(
     let mut unread: Vec<Arc<Vec<usize>>> = Vec::with_capacity(sets.len());
     for (si, set) in sets.iter().enumerate() {
         let n = set.drives().len();
-        let (walked, rest) = choose_drives(set, if subset { listing_drives(n) } else { n });
+        let share = listing_share(n, set.default_parity());
+        let (walked, rest) = choose_drives(set, if subset { share } else { n });
         unread.push(rest);
         for di in walked {
             let fut = walk_drive(
@@ -1093,7 +1111,17 @@ mod tests {
         assert_eq!(listing_drives(4), 3);
         assert_eq!(listing_drives(8), 5);
         assert_eq!(listing_drives(16), 9);
+        // The share with the default parity: never fewer, and the data
+        // shards when those are more.
+        assert_eq!(listing_share(16, 4), 12);
+        assert_eq!(listing_share(4, 2), 3);
+        assert_eq!(listing_share(8, 4), 5);
+        assert_eq!(listing_share(1, 0), 1);
         for n in 1..=32 {
+            for p in 0..=n / 2 {
+                assert!(listing_share(n, p) >= listing_drives(n));
+                assert!(listing_share(n, p) >= n - p && listing_share(n, p) <= n);
+            }
             let unread = n - listing_drives(n);
             // Smallest quorum: a delete marker's (half the set), or an
             // object's with the most parity allowed (half the set).
