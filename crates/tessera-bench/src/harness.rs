@@ -625,6 +625,32 @@ fn wait_nodes(
     Ok(())
 }
 
+/// Starts one node of a cluster, its output to `log`.
+fn spawn_node(
+    name: &'static str,
+    mut cmd: Command,
+    log: PathBuf,
+    ip: &str,
+    port: u16,
+) -> Result<Server, String> {
+    let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = file
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::from(err))
+        .spawn()
+        .map_err(|e| format!("cannot start {name}: {e}"))?;
+    Ok(Server {
+        name,
+        child,
+        endpoint: format!("http://{ip}:{port}"),
+        log,
+    })
+}
+
 /// Starts a cluster of `tessera server` processes on `ip` and waits until
 /// every node serves S3 (an unsigned request is refused with 403, not
 /// 503 while the node starts).
@@ -632,11 +658,6 @@ pub fn start_tessera_cluster(bin: &Path, root: &Path, ip: &str) -> Result<Vec<Se
     let (ports, endpoints) = cluster_layout(&root.join("drives"), ip)?;
     let mut servers = Vec::new();
     for (n, port) in ports.iter().enumerate() {
-        let log = root.join(format!("tessera{}.log", n + 1));
-        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = file
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
         let mut cmd = Command::new(bin);
         base_env(&mut cmd, root);
         cmd.env("TESSERA_ROOT_USER", USER)
@@ -645,19 +666,9 @@ pub fn start_tessera_cluster(bin: &Path, root: &Path, ip: &str) -> Result<Vec<Se
             .arg("server")
             .arg("--address")
             .arg(format!("{ip}:{port}"))
-            .args(&endpoints)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(file))
-            .stderr(Stdio::from(err));
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-        servers.push(Server {
-            name: "tessera",
-            child,
-            endpoint: format!("http://{ip}:{port}"),
-            log,
-        });
+            .args(&endpoints);
+        let log = root.join(format!("tessera{}.log", n + 1));
+        servers.push(spawn_node("tessera", cmd, log, ip, *port)?);
     }
     wait_nodes(&mut servers, ip, &ports, "/minio/health/ready", 200)?;
     wait_nodes(&mut servers, ip, &ports, "/", 403)?;
@@ -671,11 +682,6 @@ pub fn start_minio_cluster(bin: &Path, root: &Path, ip: &str) -> Result<Vec<Serv
     let mut servers = Vec::new();
     for (n, port) in ports.iter().enumerate() {
         let console = free_port_on(ip)?;
-        let log = root.join(format!("minio{}.log", n + 1));
-        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = file
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
         let home = root.join(format!("home{}", n + 1));
         std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
         let mut cmd = Command::new(bin);
@@ -691,19 +697,9 @@ pub fn start_minio_cluster(bin: &Path, root: &Path, ip: &str) -> Result<Vec<Serv
             .arg(format!("{ip}:{port}"))
             .arg("--console-address")
             .arg(format!("{ip}:{console}"))
-            .args(&endpoints)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(file))
-            .stderr(Stdio::from(err));
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-        servers.push(Server {
-            name: "minio",
-            child,
-            endpoint: format!("http://{ip}:{port}"),
-            log,
-        });
+            .args(&endpoints);
+        let log = root.join(format!("minio{}.log", n + 1));
+        servers.push(spawn_node("minio", cmd, log, ip, *port)?);
     }
     wait_nodes(&mut servers, ip, &ports, "/minio/health/cluster", 200)?;
     // A node connects a peer's drive it missed at start on its next

@@ -21,6 +21,7 @@
 mod admin;
 mod bootstrap;
 mod buckets;
+mod drive_server;
 mod format;
 mod locker;
 mod locks;
@@ -655,7 +656,7 @@ pub async fn run(
         }
     }
     let mut service = rpc::Service::new(gate);
-    Arc::new(remote_drive::DriveServer::new(
+    Arc::new(drive_server::DriveServer::new(
         local_layer_drives
             .iter()
             .map(|(i, d)| (*i as u32, Arc::clone(d))),

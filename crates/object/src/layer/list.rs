@@ -254,12 +254,10 @@ fn listing_drives(n: usize) -> usize {
     n - (n / 2).max(1) + 1
 }
 
-/// [`listing_drives`], and at least the data shards of the set's default
-/// parity: a version written with it then reaches its quorum on the
-/// walked drives alone, so the unread ones are read only for keys whose
-/// copies disagree (with 16 drives and parity 4, 12 walked instead of 9
-/// that could confirm no version by themselves, every key then needing the
-/// other 7 read one by one).
+/// [`listing_drives`], and at least the data shards of the default parity,
+/// so that such versions reach their quorum on the walked drives alone (16
+/// drives at EC:4: 12, where 9 would confirm nothing and send every key to
+/// the other 7).
 fn listing_share(n: usize, parity: usize) -> usize {
     listing_drives(n).max(n.saturating_sub(parity)).min(n)
 }
@@ -269,13 +267,8 @@ fn listing_share(n: usize, parity: usize) -> usize {
 /// nodes' (in set order), then the rest.
 fn choose_drives(set: &ErasureSet, count: usize) -> (Vec<usize>, Arc<Vec<usize>>) {
     let mut order: Vec<usize> = (0..set.drives().len()).collect();
-    order.sort_by_key(|&d| {
-        let drive = &set.drives()[d];
-        (
-            drive.health().state != drive::DriveState::Online,
-            !drive.is_local(),
-        )
-    });
+    let offline = |d: &Arc<dyn drive::Drive>| d.health().state != drive::DriveState::Online;
+    order.sort_by_key(|&d| (offline(&set.drives()[d]), !set.drives()[d].is_local()));
     let rest = order.split_off(count.min(order.len()));
     (order, Arc::new(rest))
 }
@@ -1111,12 +1104,9 @@ mod tests {
         assert_eq!(listing_drives(4), 3);
         assert_eq!(listing_drives(8), 5);
         assert_eq!(listing_drives(16), 9);
-        // The share with the default parity: never fewer, and the data
-        // shards when those are more.
-        assert_eq!(listing_share(16, 4), 12);
-        assert_eq!(listing_share(4, 2), 3);
-        assert_eq!(listing_share(8, 4), 5);
-        assert_eq!(listing_share(1, 0), 1);
+        // The share with the default parity: the data shards when more.
+        let shares = [(16, 4), (4, 2), (8, 4), (1, 0)].map(|(n, p)| listing_share(n, p));
+        assert_eq!(shares, [12, 3, 5, 1]);
         for n in 1..=32 {
             for p in 0..=n / 2 {
                 assert!(listing_share(n, p) >= listing_drives(n));
