@@ -195,27 +195,19 @@ impl Locks {
         let mut backoff = Duration::from_millis(1);
         let mut hint: Option<u64> = None;
         loop {
-            let owner = hint
-                .take()
-                .or_else(|| self.table().owner_of(resource))
-                .ok_or_else(|| "no lock partitions assigned yet".to_owned())?;
-            // This node's own partitions are granted in process.
-            let attempt = if owner == self.me {
-                self.grant(resource, mode, holder, ttl_ms).map_err(|e| {
-                    let f = failure(e);
-                    (f.status, f.message)
-                })
+            // Without an assignment yet (a node that just started and has
+            // not applied the log), the call waits for one, as for an
+            // owner that is not ready.
+            let owner = hint.take().or_else(|| self.table().owner_of(resource));
+            let attempt = if let Some(owner) = owner {
+                self.attempt(owner, resource, mode, holder, ttl_ms, &mut body)
+                    .await
+                    .map(|lease| Taken { lease, owner })
             } else {
-                let body = body
-                    .get_or_insert_with(|| request(resource, mode, holder, ttl_ms))
-                    .clone();
-                match self.remote(owner, "acquire", body).await {
-                    Ok(b) => serde_json::from_slice::<Lease>(&b).map_err(|e| (400, e.to_string())),
-                    Err(e) => Err(e),
-                }
+                Err((NOT_READY, "no lock partitions assigned yet".to_owned()))
             };
             match attempt {
-                Ok(lease) => return Ok(Taken { lease, owner }),
+                Ok(taken) => return Ok(taken),
                 Err((NOT_OWNER, msg)) => {
                     // The owner's answer names the owner it knows.
                     hint = serde_json::from_str::<LockError>(&msg)
@@ -224,7 +216,7 @@ impl Locks {
                             LockError::NotOwner(o) => o,
                             _ => None,
                         })
-                        .filter(|o| *o != owner);
+                        .filter(|o| Some(*o) != owner);
                 }
                 Err((status, msg)) if status != BUSY && status != NOT_READY => {
                     return Err(format!("lock {resource}: {msg}"));
@@ -242,6 +234,30 @@ impl Locks {
                 backoff = (backoff * 2).min(Duration::from_millis(50));
             }
         }
+    }
+
+    /// One attempt at `owner`: in process for this node's own partitions,
+    /// over the RPC for another's.
+    async fn attempt(
+        &self,
+        owner: u64,
+        resource: &str,
+        mode: Mode,
+        holder: &str,
+        ttl_ms: u64,
+        body: &mut Option<Bytes>,
+    ) -> Result<Lease, (u16, String)> {
+        if owner == self.me {
+            return self.grant(resource, mode, holder, ttl_ms).map_err(|e| {
+                let f = failure(e);
+                (f.status, f.message)
+            });
+        }
+        let body = body
+            .get_or_insert_with(|| request(resource, mode, holder, ttl_ms))
+            .clone();
+        let b = self.remote(owner, "acquire", body).await?;
+        serde_json::from_slice::<Lease>(&b).map_err(|e| (400, e.to_string()))
     }
 
     /// `refresh` or `release` of a lease taken from node `owner`.

@@ -193,6 +193,19 @@ impl ObjectLayer {
                 for v in &page.versions {
                     let sel = v.version_id.map_or(VersionSel::Null, VersionSel::Id);
                     let r = self.heal_object(&bucket.name, &v.key, Some(sel)).await;
+                    // A version the pass could not make whole (a drive or
+                    // node still unreachable, the lock service not ready)
+                    // is retried by the journal's healer, not an interval
+                    // later.
+                    if !matches!(&r, Ok(h) if h.failed_drives.is_empty())
+                        && !matches!(&r, Err(e) if e.is_not_found())
+                    {
+                        self.journal.add_unrecorded(journal::Entry {
+                            bucket: bucket.name.clone(),
+                            key: v.key.clone(),
+                            version: v.version_id.map_or([0; 16], |u| *u.as_bytes()),
+                        });
+                    }
                     update(&|p| {
                         p.checked += 1;
                         p.position = Some(format!("{}/{}", bucket.name, v.key));

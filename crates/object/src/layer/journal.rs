@@ -14,6 +14,9 @@
 //! run) are healed too. Every [`RETRY_EVERY`] it heals the entries whose
 //! drives are all back (an offline drive is poked, which starts its probe),
 //! and removes an entry once its heal succeeded or its object is gone.
+//! The scanner hands the healer the versions its pass could not make
+//! whole too (a node that just started, a drive still unreachable), in
+//! memory only: its next pass finds them anyway, the healer sooner.
 //! MinIO keeps no such journal (its queue of partial writes lives in
 //! memory and drops entries when full): the scanner's full pass is the
 //! last resort there, and here behind the journal.
@@ -118,7 +121,9 @@ pub(crate) async fn record(
 #[derive(Debug, Clone)]
 pub(crate) struct Pending {
     pub set: usize,
-    pub drive: usize,
+    /// The drive whose journal holds it; `None` for a version the scanner
+    /// could not heal, which it finds again on its next pass anyway.
+    pub drive: Option<usize>,
     pub name: String,
     pub entry: Entry,
     pub attempts: u32,
@@ -149,6 +154,24 @@ impl Journal {
         if map.len() < MAX_PENDING {
             map.entry(p.name.clone()).or_insert(p);
         }
+    }
+
+    /// Adds a version to heal that has no entry on disk (the scanner could
+    /// not make it whole), unless it is known already.
+    pub(crate) fn add_unrecorded(&self, entry: Entry) {
+        let name = format!(
+            "scan:{}/{}/{}",
+            entry.bucket,
+            entry.key,
+            Uuid::from_bytes(entry.version)
+        );
+        self.add(Pending {
+            set: usize::MAX,
+            drive: None,
+            name,
+            entry,
+            attempts: 0,
+        });
     }
 
     pub(crate) fn stats(&self) -> JournalStats {
@@ -185,7 +208,7 @@ impl ObjectLayer {
                     match Entry::decode(&bytes) {
                         Some(entry) => self.journal.add(Pending {
                             set: s,
-                            drive: d,
+                            drive: Some(d),
                             name,
                             entry,
                             attempts: 0,
@@ -206,12 +229,13 @@ impl ObjectLayer {
         let pending: Vec<Pending> = self.journal.lock().values().cloned().collect();
         let mut healed = 0;
         for p in pending {
-            let Some(set) = self.sets.get(p.set) else {
-                continue;
+            // A scanner entry does not know its set: every drive is checked.
+            let drives: Vec<&Arc<dyn Drive>> = match self.sets.get(p.set) {
+                Some(set) => set.drives().iter().collect(),
+                None => self.drives().collect(),
             };
-            let offline: Vec<&Arc<dyn Drive>> = set
-                .drives()
-                .iter()
+            let offline: Vec<&Arc<dyn Drive>> = drives
+                .into_iter()
                 .filter(|d| d.health().state == DriveState::Offline)
                 .collect();
             if !offline.is_empty() {
@@ -233,10 +257,11 @@ impl ObjectLayer {
                 Err(err) => err.is_not_found(),
             };
             if done {
-                let drive = &set.drives()[p.drive];
-                let _ = drive
-                    .delete(META_VOLUME, &format!("{JOURNAL_DIR}/{}", p.name), false)
-                    .await;
+                if let (Some(set), Some(d)) = (self.sets.get(p.set), p.drive) {
+                    let _ = set.drives()[d]
+                        .delete(META_VOLUME, &format!("{JOURNAL_DIR}/{}", p.name), false)
+                        .await;
+                }
                 self.journal.lock().remove(&p.name);
                 healed += 1;
             } else if let Some(q) = self.journal.lock().get_mut(&p.name) {

@@ -142,7 +142,7 @@ impl ErasureSet {
         {
             journal.add(crate::layer::journal::Pending {
                 set: *set,
-                drive,
+                drive: Some(drive),
                 name,
                 entry,
                 attempts: 0,
