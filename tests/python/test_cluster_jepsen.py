@@ -28,9 +28,12 @@ schedule; the timings are the machine's.
 Open finding: seed 886361246 gave one stale read (a read through node 1
 while it was cut off from the others, or just reconnecting, answered that
 the key was absent though a write of it had been acknowledged before the
-read began). Until that is explained and fixed, the default seed is one
-whose schedule has passed; the failing one replays with
-`TESSERA_JEPSEN_SEED=886361246`.
+read began). The likely cause is in the object layer's version choice: a
+newer version seen on fewer drives than its quorum while other drives did
+not answer is passed over for an older one that reaches its own (smaller,
+a delete marker's) quorum, where the answer must be a read-quorum error.
+Until that is fixed, the default seed is one whose schedule has passed;
+the failing one replays with `TESSERA_JEPSEN_SEED=886361246`.
 """
 
 import hashlib
