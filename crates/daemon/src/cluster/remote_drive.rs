@@ -327,7 +327,6 @@ fn split_batch(b: &Bytes, n: usize) -> Result<Vec<Bytes>, DriveError> {
 
 /// A drive of another node.
 pub struct RemoteDrive {
-    peer: Peer,
     batch: Arc<PeerBatch>,
     index: u32,
     label: String,
@@ -338,7 +337,7 @@ impl std::fmt::Debug for RemoteDrive {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteDrive")
             .field("drive", &self.label)
-            .field("node", &self.peer.name())
+            .field("node", &self.batch.peer.name())
             .finish()
     }
 }
@@ -348,7 +347,6 @@ impl RemoteDrive {
     /// node `batch` calls.
     pub fn new(batch: Arc<PeerBatch>, index: u32, label: String) -> RemoteDrive {
         RemoteDrive {
-            peer: batch.peer.clone(),
             batch,
             index,
             label,
@@ -396,7 +394,7 @@ impl Drive for RemoteDrive {
 
     fn health(&self) -> HealthReport {
         let mut h = HealthReport::online();
-        if self.peer.state() == PeerState::Down {
+        if self.batch.peer.state() == PeerState::Down {
             h.state = drive::DriveState::Offline;
         }
         h
@@ -498,6 +496,7 @@ impl Drive for RemoteDrive {
             // call starts.
             let _ = tx.send(framed(&a.0)).await;
             let resp = self
+                .batch
                 .peer
                 .stream("drive.create_file", body, None)
                 .await
@@ -573,7 +572,6 @@ impl Drive for RemoteDrive {
             }
             Ok(Box::new(RemoteReader {
                 drive: RemoteDrive {
-                    peer: self.peer.clone(),
                     batch: Arc::clone(&self.batch),
                     index: self.index,
                     label: self.label.clone(),
