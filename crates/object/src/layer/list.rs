@@ -399,21 +399,21 @@ async fn read_unread(
     }
 }
 
+/// The listing's view of each drive's raw `xl.meta` for
+/// [`ErasureSet::resolve`]. A drive that lacks the key, failed, or holds
+/// an `xl.meta` that does not decode does not vote, and none counts as a
+/// failed drive: a listing names what the drives it reads agree on, and a
+/// newer version the failed drives might complete does not hide a key
+/// (only a GET of it, which answers a read-quorum error then).
 fn metas_of(raw: Vec<Option<Vec<u8>>>) -> Metas {
     let n = raw.len();
     let mut metas = Vec::with_capacity(n);
     let mut not_found = 0;
-    let mut errors = 0;
+    let errors = 0;
     for r in raw {
-        match r {
-            Some(b) => match XlMeta::decode(&b) {
-                Ok(m) => metas.push(Some(m.into_owned())),
-                Err(_) => {
-                    errors += 1;
-                    metas.push(None);
-                }
-            },
-            None => {
+        match r.map(|b| XlMeta::decode(&b).map(XlMeta::into_owned)) {
+            Some(Ok(m)) => metas.push(Some(m)),
+            Some(Err(_)) | None => {
                 not_found += 1;
                 metas.push(None);
             }

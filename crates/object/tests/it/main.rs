@@ -3,9 +3,10 @@
 //!
 //! * `round_trips`, `inline`, `versioning`, `buckets`, `multipart`,
 //!   `listing`: the S3 operations end to end on real directories;
-//! * `damage`, `commit`, `durability`, `journal`: drives lost, bitrot,
-//!   heal, failed commits, a crashed writer, a hung drive, and the journal
-//!   of writes that missed drives;
+//! * `damage`, `commit`, `durability`, `journal`, `quorum`: drives lost,
+//!   bitrot, heal, failed commits, a crashed writer, a hung drive, the
+//!   journal of writes that missed drives, and what a read answers while
+//!   the drives that hold the newest version fail;
 //! * `locks`, `conditional`, `deployments`: concurrency, conditional writes,
 //!   pools, storage classes and the drive backends;
 //! * `put_stream`, `get_pipeline`, `read_cache`: the PUT and GET data paths
@@ -37,6 +38,7 @@ mod minio_interop;
 mod minio_xlmeta;
 mod multipart;
 mod put_stream;
+mod quorum;
 mod read_cache;
 mod round_trips;
 mod versioning;

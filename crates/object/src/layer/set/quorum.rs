@@ -112,7 +112,10 @@ impl ErasureSet {
 }
 
 /// Picks the version a read quorum of a set of `n` drives agrees on in
-/// `metas`: `want` a specific one, or the latest. When none is agreed, the
+/// `metas`: `want` a specific one, or the latest. A newer version short of
+/// its read quorum is passed over only when the drives that failed could
+/// not have completed its write quorum; otherwise the answer is a
+/// read-quorum error, never the older version. When none is agreed, the
 /// answer is "no such key/version" if enough drives answered (`n` less
 /// `default_parity`), else a read-quorum error.
 fn pick_version(
@@ -148,6 +151,17 @@ fn pick_version(
         if drives.len() >= quorum {
             chosen = Some(((*mt, *vid, *sig), drives.clone()));
             break;
+        }
+        // Short of its read quorum, but the drives that did not answer may
+        // hold it too: if they complete its write quorum, the write may
+        // have been acknowledged, and an older version (or the key's
+        // absence) would be a stale answer. Which one holds is unknown
+        // until those drives answer.
+        if drives.len() + metas.errors >= version_write_quorum(&metas.metas, drives[0], vid, n) {
+            return Err(Error::ReadQuorum {
+                ok: drives.len(),
+                needed: quorum,
+            });
         }
     }
     let Some(((_, vid, _), drives)) = chosen else {
@@ -230,6 +244,28 @@ fn version_quorum(
         .and_then(|k| usize::try_from(k).ok())
         .filter(|&k| k >= 1 && k <= n);
     k.unwrap_or((n / 2).max(1))
+}
+
+/// Write quorum of one version: what a write of it needed before it was
+/// acknowledged. For objects, that of its data and parity shards
+/// ([`ErasureSet::write_quorum`]); a majority of the set for delete
+/// markers and the rest ([`metadata_quorum`]).
+fn version_write_quorum(
+    metas: &[Option<XlMeta<'static>>],
+    drive: usize,
+    vid: &[u8; 16],
+    n: usize,
+) -> usize {
+    let shards = metas[drive]
+        .as_ref()
+        .and_then(|m| m.find(vid))
+        .and_then(|e| e.version().as_object().map(|o| (o.erasure_m, o.erasure_n)))
+        .and_then(|(k, m)| Some((usize::try_from(k).ok()?, usize::try_from(m).ok()?)))
+        .filter(|&(k, m)| k >= 1 && k + m <= n);
+    match shards {
+        Some((k, m)) => ErasureSet::write_quorum(k, m),
+        None => metadata_quorum(n),
+    }
 }
 
 /// The latest version a read quorum of the `n` drives agrees on.
@@ -459,6 +495,56 @@ mod tests {
         let m = metas([Some(vec![v1]), None, None, None]);
         let e = pick_version(N, 2, "b", "k", m, None).unwrap_err();
         assert!(matches!(e, Error::ReadQuorum { ok: 1, needed: 2 }), "{e}");
+    }
+
+    #[test]
+    fn a_newer_version_the_failed_drives_may_complete_is_never_passed_over() {
+        fn v3(d: usize) -> Version<'static> {
+            object(4, 400, d)
+        }
+        // v2 was acknowledged on drives 0, 1 and 2 (2+2: write quorum 3);
+        // drives 1 and 2 fail. v1 still has its read quorum of 2, but
+        // answering it would be stale.
+        let m = metas([Some(vec![v1, v2]), None, None, Some(vec![v1])]);
+        let e = pick_version(N, 2, "b", "k", m, None).unwrap_err();
+        assert!(matches!(e, Error::ReadQuorum { ok: 1, needed: 2 }), "{e}");
+        // Nor is the key's absence (a delete marker's) answered when an
+        // object written after it may be complete.
+        let m = metas([
+            Some(vec![v1, marker, v3]),
+            None,
+            None,
+            Some(vec![v1, marker]),
+        ]);
+        let e = pick_version(N, 2, "b", "k", m, None).unwrap_err();
+        assert!(matches!(e, Error::ReadQuorum { .. }), "{e}");
+        // Asked for by id, it is not "no such version" either.
+        let m = metas([Some(vec![v1, v2]), None, None, Some(vec![v1])]);
+        let want = Some(VersionSel::Id(uuid::Uuid::from_bytes([2; 16])));
+        let e = pick_version(N, 2, "b", "k", m, want).unwrap_err();
+        assert!(matches!(e, Error::ReadQuorum { .. }), "{e}");
+        // With one drive failed, v2 on one drive cannot have reached its
+        // write quorum (1 + 1 < 3): a write that failed, v1 is the answer.
+        let m = metas([Some(vec![v1, v2]), Some(vec![v1]), None, Some(vec![v1])]);
+        let r = pick_version(N, 2, "b", "k", m, None).unwrap();
+        assert_eq!(r.version.version_id(), [1; 16]);
+        // A delete marker needs a majority to be written (3 of 4): on one
+        // drive with one failed, it was not acknowledged.
+        let m = metas([Some(vec![v1, marker]), Some(vec![v1]), Some(vec![v1]), None]);
+        let r = pick_version(N, 2, "b", "k", m, None).unwrap();
+        assert_eq!(r.version.version_id(), [1; 16]);
+        let m = metas([Some(vec![v1, marker]), Some(vec![v1]), None, None]);
+        let e = pick_version(N, 2, "b", "k", m, None).unwrap_err();
+        assert!(matches!(e, Error::ReadQuorum { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_version_s_write_quorum_is_its_shards_or_a_majority() {
+        let m = metas([Some(vec![v1, marker]), None, None, None]).metas;
+        assert_eq!(version_write_quorum(&m, 0, &[1; 16], N), 3);
+        assert_eq!(version_write_quorum(&m, 0, &[3; 16], N), 3);
+        // A version whose shards the set cannot hold: a majority.
+        assert_eq!(version_write_quorum(&m, 0, &[1; 16], 3), 2);
     }
 
     #[test]

@@ -1,10 +1,9 @@
 //! Edits of one version's user metadata in place (object tagging):
 //! `xl.meta` rewritten on the drives that agree on the version, its data
-//! untouched.
+//! untouched, or put back where the edit missed its quorum.
 
 use tokio::task::JoinSet;
 
-use super::commit::join_count;
 use super::get::delete_marker_error;
 use super::quorum::{check_write_quorum, metadata_quorum};
 use super::*;
@@ -37,6 +36,22 @@ impl ErasureSet {
         };
         let mut updated = resolved.version.clone();
         apply(&mut updated);
+        // The edited version is a new group of copies (its signature
+        // changes), so it needs the write quorum the version's own write
+        // needed: fewer would leave neither the old nor the new copies
+        // readable.
+        let quorum = match &resolved.version.kind {
+            VersionKind::Object(o) => {
+                match (usize::try_from(o.erasure_m), usize::try_from(o.erasure_n)) {
+                    (Ok(k), Ok(m)) if k >= 1 && k + m <= self.drives.len() => {
+                        Self::write_quorum(k, m)
+                    }
+                    _ => metadata_quorum(self.drives.len()),
+                }
+            }
+            _ => metadata_quorum(self.drives.len()),
+        };
+        let path = format!("{dir}/{XL_META}");
         let mut set = JoinSet::new();
         for (d, drive) in self.drives.iter().enumerate() {
             if resolved.agree[d].is_none() {
@@ -47,15 +62,34 @@ impl ErasureSet {
             };
             meta.update_version(&vid, apply)?;
             let bytes = meta.encode()?;
-            let (drive, bucket, path) =
-                (drive.clone(), bucket.to_owned(), format!("{dir}/{XL_META}"));
-            set.spawn(async move {
-                drive.write_all(&bucket, &path, bytes).await?;
-                Ok(())
-            });
+            let (drive, bucket, path) = (drive.clone(), bucket.to_owned(), path.clone());
+            set.spawn(async move { (d, drive.write_all(&bucket, &path, bytes).await) });
         }
-        let ok = join_count(&mut set).await;
-        check_write_quorum(ok, metadata_quorum(self.drives.len()))?;
+        let mut done = Vec::new();
+        while let Some(r) = set.join_next().await {
+            match r {
+                Ok((d, Ok(()))) => done.push(d),
+                Ok((d, Err(e))) => {
+                    tracing::debug!(drive = %self.drives[d].label(), "tag update failed: {e}")
+                }
+                Err(_) => {}
+            }
+        }
+        if let Err(e) = check_write_quorum(done.len(), quorum) {
+            // Put the drives that took the edit back as they were, so the
+            // version keeps the copies it had.
+            let mut undo = JoinSet::new();
+            for d in done {
+                let Some(bytes) = resolved.metas[d].as_ref().and_then(|m| m.encode().ok()) else {
+                    continue;
+                };
+                let (drive, bucket, path) =
+                    (self.drives[d].clone(), bucket.to_owned(), path.clone());
+                undo.spawn(async move { drive.write_all(&bucket, &path, bytes).await });
+            }
+            while undo.join_next().await.is_some() {}
+            return Err(e);
+        }
         Ok(object_info(bucket, key, &updated, resolved.is_latest))
     }
 }

@@ -43,6 +43,9 @@ pub enum Fault {
     Fail = 1,
     /// Never complete any call.
     Hang = 2,
+    /// Fail `write_all` (whole-file writes: `xl.meta` edits) with
+    /// `DriveError::Offline`, pass everything else through.
+    FailWholeWrites = 3,
 }
 
 /// A real drive whose every operation can be made to fail or hang.
@@ -144,6 +147,9 @@ impl Drive for FaultyDrive {
         p: &'a str,
         data: Vec<u8>,
     ) -> BoxFuture<'a, drive::Result<()>> {
+        if self.fault.load(Ordering::SeqCst) == Fault::FailWholeWrites as u8 {
+            return Box::pin(async { Err(DriveError::Offline("test fault".into())) });
+        }
         gated!(self, self.inner.write_all(v, p, data))
     }
     fn create_file<'a>(

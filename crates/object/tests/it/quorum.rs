@@ -1,0 +1,111 @@
+//! Reads while drives fail never answer an older version than one that
+//! was acknowledged: when the drives that fail may hold the newest
+//! version's missing copies, the answer is a read-quorum error until they
+//! return. And an edit of a version's metadata (tagging) that misses its
+//! quorum is put back, so the version keeps the copies it had.
+
+use object::layer::Error;
+
+use crate::support::faulty::{Fault, faulty_layer};
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_never_answers_a_version_older_than_an_acknowledged_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let (l, faulty) = faulty_layer(&ds).await;
+    l.make_bucket("qvb").await.unwrap();
+    l.set_bucket_versioning("qvb", true).await.unwrap();
+    let old = data(5000, 1);
+    put(&l, "qvb", "k", &old).await;
+    // v2 is acknowledged on drives 0, 1 and 2 (2+2: write quorum 3).
+    faulty[3].set(Fault::Fail);
+    let new = data(7000, 2);
+    put(&l, "qvb", "k", &new).await;
+    // Drive 3 returns before it is healed; drives 1 and 2 fail. Drives 0
+    // and 3 both hold v1 (its read quorum), drive 0 alone holds v2.
+    faulty[3].set(Fault::None);
+    faulty[1].set(Fault::Fail);
+    faulty[2].set(Fault::Fail);
+    let head = l.head_object("qvb", "k", None).await;
+    assert!(matches!(head, Err(Error::ReadQuorum { .. })), "{head:?}");
+    let got = get(&l, "qvb", "k").await;
+    assert!(
+        matches!(got, Err(Error::ReadQuorum { .. })),
+        "{:?}",
+        got.map(|b| b.len())
+    );
+    // The drives return: v2, as acknowledged.
+    faulty[1].set(Fault::None);
+    faulty[2].set(Fault::None);
+    assert_eq!(get(&l, "qvb", "k").await.unwrap(), new);
+
+    // The same for a delete: the key's absence (a delete marker every
+    // drive took) is not answered once a newer write may be complete.
+    l.delete_object("qvb", "gone", None).await.ok();
+    put(&l, "qvb", "back", &old).await;
+    l.delete_object("qvb", "back", None).await.unwrap();
+    faulty[3].set(Fault::Fail);
+    put(&l, "qvb", "back", &new).await;
+    faulty[3].set(Fault::None);
+    faulty[1].set(Fault::Fail);
+    faulty[2].set(Fault::Fail);
+    let got = get(&l, "qvb", "back").await;
+    assert!(
+        matches!(got, Err(Error::ReadQuorum { .. })),
+        "{:?}",
+        got.map(|b| b.len())
+    );
+    faulty[1].set(Fault::None);
+    faulty[2].set(Fault::None);
+    assert_eq!(get(&l, "qvb", "back").await.unwrap(), new);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_edit_short_of_its_quorum_is_put_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 16 drives: 12 data and 4 parity shards, write quorum 12 (a
+    // majority would be 9).
+    let ds = dirs(tmp.path(), 16);
+    let (l, faulty) = faulty_layer(&ds).await;
+    l.make_bucket("qtb").await.unwrap();
+    let body = data(300_000, 3);
+    put(&l, "qtb", "obj", &body).await;
+    l.update_object_metadata("qtb", "obj", None, &|m| {
+        m.insert("X-Amz-Tagging", "v=1".into());
+    })
+    .await
+    .unwrap();
+    // Five drives refuse the edit: eleven took it, one short.
+    for f in &faulty[..5] {
+        f.set(Fault::FailWholeWrites);
+    }
+    let edit = l
+        .update_object_metadata("qtb", "obj", None, &|m| {
+            m.insert("X-Amz-Tagging", "v=2".into());
+        })
+        .await;
+    assert!(
+        matches!(edit, Err(Error::WriteQuorum { ok: 11, needed: 12 })),
+        "{edit:?}"
+    );
+    for f in &faulty[..5] {
+        f.set(Fault::None);
+    }
+    // The eleven were put back: the object reads with its tags as they
+    // were, from any twelve drives.
+    let head = l.head_object("qtb", "obj", None).await.unwrap();
+    assert_eq!(
+        head.metadata.get("X-Amz-Tagging").map(String::as_str),
+        Some("v=1")
+    );
+    for f in &faulty[12..] {
+        f.set(Fault::Fail);
+    }
+    assert_eq!(get(&l, "qtb", "obj").await.unwrap(), body);
+    let head = l.head_object("qtb", "obj", None).await.unwrap();
+    assert_eq!(
+        head.metadata.get("X-Amz-Tagging").map(String::as_str),
+        Some("v=1")
+    );
+}
