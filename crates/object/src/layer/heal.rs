@@ -26,6 +26,11 @@ pub struct HealRequest {
 /// Length of the heal queue.
 pub(super) const HEAL_QUEUE: usize = 10_000;
 
+/// Versions a scanner pass checks (and heals) at once. A heal waits on
+/// drives (a replaced node's are round trips away) as much as it computes,
+/// so a few at a time keep both cores and the network busy.
+pub const SCAN_WORKERS: usize = 4;
+
 /// Options of the background scanner.
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
@@ -161,20 +166,23 @@ impl ObjectLayer {
             .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
             .await?;
         let pool = self.pool_for_read(bucket, key, version).await?;
-        self.set_in(pool, key).heal(bucket, key, version).await
+        let set = self.set_in(pool, key);
+        let r = set.heal(bucket, key, version).await?;
+        self.heal_track.healed(self.set_number(set), &r);
+        Ok(r)
     }
 
     /// Checks (and heals where needed) every version of every object once,
-    /// at most `opts.versions_per_sec`, updating `progress` as it goes.
-    pub async fn scan_once(
-        &self,
+    /// at most `opts.versions_per_sec`, [`SCAN_WORKERS`] versions at a
+    /// time, updating `progress` as it goes.
+    pub(crate) async fn scan_once(
+        self: &Arc<Self>,
         opts: &ScanOptions,
-        progress: &Mutex<ScanProgress>,
+        progress: &Arc<Mutex<ScanProgress>>,
     ) -> Result<()> {
+        let began = std::time::SystemTime::now();
         let mut pacer = Pacer::new(opts.versions_per_sec);
-        let update = |f: &dyn Fn(&mut ScanProgress)| {
-            f(&mut progress.lock().unwrap_or_else(|p| p.into_inner()));
-        };
+        let mut running = tokio::task::JoinSet::new();
         for bucket in self.list_buckets().await? {
             let mut marker: Option<String> = None;
             let mut vmarker: Option<String> = None;
@@ -191,29 +199,13 @@ impl ObjectLayer {
                     )
                     .await?;
                 for v in &page.versions {
-                    let sel = v.version_id.map_or(VersionSel::Null, VersionSel::Id);
-                    let r = self.heal_object(&bucket.name, &v.key, Some(sel)).await;
-                    // A version the pass could not make whole (a drive or
-                    // node still unreachable, the lock service not ready)
-                    // is retried by the journal's healer, not an interval
-                    // later.
-                    if !matches!(&r, Ok(h) if h.failed_drives.is_empty())
-                        && !matches!(&r, Err(e) if e.is_not_found())
-                    {
-                        self.journal.add_unrecorded(journal::Entry {
-                            bucket: bucket.name.clone(),
-                            key: v.key.clone(),
-                            version: v.version_id.map_or([0; 16], |u| *u.as_bytes()),
-                        });
+                    while running.len() >= SCAN_WORKERS {
+                        running.join_next().await;
                     }
-                    update(&|p| {
-                        p.checked += 1;
-                        p.position = Some(format!("{}/{}", bucket.name, v.key));
-                        match &r {
-                            Ok(h) if !h.healed_drives.is_empty() => p.healed += 1,
-                            Ok(_) => {}
-                            Err(_) => p.errors += 1,
-                        }
+                    let (layer, progress) = (Arc::clone(self), Arc::clone(progress));
+                    let (bucket, key, version) = (bucket.name.clone(), v.key.clone(), v.version_id);
+                    running.spawn(async move {
+                        layer.scan_version(&bucket, &key, version, &progress).await;
                     });
                     pacer.tick().await;
                 }
@@ -224,11 +216,45 @@ impl ObjectLayer {
                 vmarker = page.next_version_marker;
             }
         }
-        update(&|p| {
-            p.cycles += 1;
-            p.position = None;
-        });
+        while running.join_next().await.is_some() {}
+        self.heal_track.pass_ended(began);
+        let mut p = progress.lock().unwrap_or_else(|p| p.into_inner());
+        p.cycles += 1;
+        p.position = None;
         Ok(())
+    }
+
+    /// Checks (and heals where needed) one version for the scanner's pass.
+    async fn scan_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<uuid::Uuid>,
+        progress: &Mutex<ScanProgress>,
+    ) {
+        let sel = version.map_or(VersionSel::Null, VersionSel::Id);
+        let r = self.heal_object(bucket, key, Some(sel)).await;
+        // A version the pass could not make whole (a drive or node still
+        // unreachable, the lock service not ready) is retried by the
+        // journal's healer, not an interval later.
+        if !matches!(&r, Ok(h) if h.failed_drives.is_empty())
+            && !matches!(&r, Err(e) if e.is_not_found())
+        {
+            self.journal.add_unrecorded(journal::Entry {
+                bucket: bucket.to_owned(),
+                key: key.to_owned(),
+                version: version.map_or([0; 16], |u| *u.as_bytes()),
+            });
+        }
+        self.heal_track.scanned();
+        let mut p = progress.lock().unwrap_or_else(|p| p.into_inner());
+        p.checked += 1;
+        p.position = Some(format!("{bucket}/{key}"));
+        match &r {
+            Ok(h) if !h.healed_drives.is_empty() => p.healed += 1,
+            Ok(_) => {}
+            Err(_) => p.errors += 1,
+        }
     }
 
     /// Starts the background scanner: a full pass every `opts.interval`,
@@ -255,6 +281,7 @@ impl ObjectLayer {
                         break;
                     };
                     let r = layer.heal_object(&req.bucket, &req.key, req.version).await;
+                    layer.heal_track.scanned();
                     {
                         let mut p = prog.lock().unwrap_or_else(|p| p.into_inner());
                         p.checked += 1;

@@ -252,7 +252,11 @@ impl ObjectLayer {
                 .await;
             let done = match &r {
                 // Whole only when no drive it needed failed.
-                Ok(h) => h.failed_drives.is_empty(),
+                Ok(h) if h.failed_drives.is_empty() => {
+                    self.heal_track.journal_healed(h.bytes);
+                    true
+                }
+                Ok(_) => false,
                 // Deleted (or overwritten, unversioned) since: nothing to heal.
                 Err(err) => err.is_not_found(),
             };

@@ -47,6 +47,7 @@ mod cache;
 mod chunk;
 pub mod error;
 mod heal;
+mod heal_status;
 mod join;
 mod journal;
 pub mod list;
@@ -74,6 +75,7 @@ pub use chunk::{Chunk, ChunkSink, WriteSink};
 pub use drive::pipe::{Pipe, PipePool};
 pub use error::{Error, Result};
 pub use heal::{HealRequest, ScanOptions, ScanProgress, ScannerHandle};
+pub use heal_status::{DriveHeal, HealStatus};
 pub use journal::JournalStats;
 pub use list::{ListOptions, ListResult, ListVersionsResult, ListedEncryption, ListedObject};
 pub use lock::{LocalLocker, LockGuard, Locker};
@@ -166,6 +168,8 @@ pub struct ObjectLayer {
     bucket_gen: std::sync::atomic::AtomicU64,
     /// Writes that missed drives, until they are healed.
     journal: Arc<journal::Journal>,
+    /// What healing has done, for status reports.
+    heal_track: heal_status::HealTrack,
     /// Buckets found to exist, kept only with a bucket hook (see
     /// `check_bucket_exists`).
     known_buckets: Mutex<std::collections::HashSet<String>>,

@@ -106,9 +106,12 @@ impl ObjectLayer {
             deployment.unwrap_or_else(|| (Uuid::new_v4(), DistributionAlgo::CURRENT));
 
         let mut set_sizes = Vec::with_capacity(pools.len());
+        let mut replaced: Vec<Vec<usize>> = Vec::with_capacity(pools.len());
         for (p, (drives, f)) in pools.iter().zip(formats).enumerate() {
-            let size = format_pool(p, drives, f, deployment_id, algo, opts.set_drive_count).await?;
+            let (size, blank) =
+                format_pool(p, drives, f, deployment_id, algo, opts.set_drive_count).await?;
             set_sizes.push(size);
+            replaced.push(blank);
         }
 
         // Storage classes: resolved for the first pool's sets, as MinIO
@@ -163,6 +166,16 @@ impl ObjectLayer {
                 algo,
             });
         }
+        // The drives formatted into their places are healed by the first
+        // full scanner pass; their progress is tracked until it ends.
+        let heal_track = super::heal_status::HealTrack::default();
+        for ((range, blank), &size) in pool_ranges.iter().zip(&replaced).zip(&set_sizes) {
+            for &i in blank {
+                let set = range.sets.start + i / size;
+                let label = sets[set].drives()[i % size].label();
+                heal_track.fresh(set, i % size, label);
+            }
+        }
         let (heal_tx, heal_rx) = tokio::sync::mpsc::channel(HEAL_QUEUE);
         let layer = ObjectLayer {
             sets,
@@ -178,6 +191,7 @@ impl ObjectLayer {
             bucket_hook: None,
             bucket_gen: std::sync::atomic::AtomicU64::new(0),
             journal,
+            heal_track,
             known_buckets: Mutex::new(std::collections::HashSet::new()),
         };
         layer.spread_buckets().await;
@@ -272,7 +286,8 @@ async fn load_pool_formats(drives: &[Arc<dyn Drive>]) -> Result<PoolFormats> {
 }
 
 /// Formats a fresh pool (or checks a formatted one, giving replaced drives
-/// their slot's format). Returns the pool's set size.
+/// their slot's format). Returns the pool's set size and the positions
+/// in the pool of the replaced drives it formatted.
 async fn format_pool(
     pool: usize,
     drives: &[Arc<dyn Drive>],
@@ -280,7 +295,7 @@ async fn format_pool(
     deployment: Uuid,
     algo: DistributionAlgo,
     want_set_size: Option<usize>,
-) -> Result<usize> {
+) -> Result<(usize, Vec<usize>)> {
     let n = drives.len();
     let layout_err = |m: String| Error::Layout(format!("pool {pool}: {m}"));
     let Some(reference) = formats.reference else {
@@ -321,7 +336,7 @@ async fn format_pool(
             d.set_id(f.this_id());
         }
         tracing::info!(%deployment, pool, drives = n, set_size, "formatted fresh drives");
-        return Ok(set_size);
+        return Ok((set_size, Vec::new()));
     };
     if reference.drive_count() != n {
         return Err(layout_err(format!(
@@ -358,6 +373,7 @@ async fn format_pool(
              the {blank} blank ones from"
         )));
     }
+    let mut blank_formatted = Vec::new();
     for (i, (d, f)) in drives.iter().zip(&formats.found).enumerate() {
         let expected = drive::DrivePosition {
             set: i / set_size,
@@ -381,8 +397,9 @@ async fn format_pool(
                 drive::save_format(d.as_ref(), &f, false).await?;
                 d.set_id(f.this_id());
                 tracing::warn!(drive = %d.label(), "formatted a replaced drive; heal it");
+                blank_formatted.push(i);
             }
         }
     }
-    Ok(set_size)
+    Ok((set_size, blank_formatted))
 }

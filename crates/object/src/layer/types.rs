@@ -303,6 +303,8 @@ pub struct HealResult {
     /// Set positions of drives that needed healing and could not be
     /// written (offline, failing): the version is not whole yet.
     pub failed_drives: Vec<usize>,
+    /// Size of the version healed (0 for a delete marker).
+    pub bytes: u64,
 }
 
 /// A bucket's versioning state, as S3 defines it.

@@ -114,4 +114,69 @@ async fn entries_left_by_an_earlier_run_are_healed_after_a_restart() {
     }
     assert_eq!(journal_entries(&ds), 0);
     assert!(ds[1].join("jbk/k/xl.meta").exists());
+    let s = l.heal_status();
+    assert_eq!(
+        (s.journal_items_healed, s.journal_bytes_healed),
+        (1, 200_000)
+    );
+}
+
+/// A drive replaced by an empty one is formatted into its place at open,
+/// and its heal (the first full scanner pass) is reported as it goes: the
+/// versions and bytes rebuilt onto it, finished when the pass ends. The
+/// journal's heals are counted apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_drive_s_heal_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let sizes = [0usize, 900, 200_000, (1 << 20) + 5, 3_000_000];
+    {
+        let l = open(&ds).await;
+        l.make_bucket("rbk").await.unwrap();
+        l.set_bucket_versioning("rbk", true).await.unwrap();
+        for (i, &n) in sizes.iter().enumerate() {
+            put(&l, "rbk", &format!("k{i}"), &data(n, i as u64)).await;
+        }
+        // A delete marker: a version with no bytes.
+        l.delete_object("rbk", "k0", None).await.unwrap();
+        assert!(l.heal_status().drives.is_empty(), "no drive was replaced");
+    }
+    std::fs::remove_dir_all(&ds[1]).unwrap();
+    std::fs::create_dir_all(&ds[1]).unwrap();
+    let l = Arc::new(open(&ds).await);
+    let s = l.heal_status();
+    assert_eq!(s.drives.len(), 1, "{s:?}");
+    let d = &s.drives[0];
+    assert_eq!(
+        (d.set, d.disk, d.items_healed, d.finished),
+        (0, 1, 0, false)
+    );
+
+    let scanner = l.spawn_scanner(ScanOptions {
+        versions_per_sec: None,
+        interval: Duration::from_secs(3600),
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while scanner.progress().cycles == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(scanner.progress().cycles, 1);
+    let s = l.heal_status();
+    let d = &s.drives[0];
+    // Five objects and the marker, every byte of the objects.
+    assert_eq!(d.items_healed, sizes.len() as u64 + 1, "{d:?}");
+    assert_eq!(d.bytes_done, sizes.iter().sum::<usize>() as u64);
+    assert_eq!((d.items_failed, d.bytes_failed), (0, 0));
+    assert!(d.finished && d.last_update >= d.started, "{d:?}");
+    assert_eq!(s.scanned, sizes.len() as u64 + 1);
+    assert_eq!((s.journal_items_healed, s.journal_pending), (0, 0));
+    drop(scanner);
+    // Healed for real: the other drives' shards are not needed.
+    std::fs::remove_dir_all(ds[0].join("rbk")).unwrap();
+    for (i, &n) in sizes.iter().enumerate().skip(1) {
+        assert_eq!(
+            get(&l, "rbk", &format!("k{i}")).await.unwrap(),
+            data(n, i as u64)
+        );
+    }
 }

@@ -7,6 +7,7 @@ use drive::format::TMP_VOLUME;
 use drive::{AlignedBuf, DriveError};
 use uuid::Uuid;
 
+use super::super::join::join_all;
 use super::block::{PartSource, inline_slice};
 use super::get::located;
 use super::*;
@@ -273,11 +274,19 @@ impl ErasureSet {
         let vid = r.version.version_id();
         let path = format!("{dir}/{XL_META}");
         let (mut healed, mut failed) = (Vec::new(), Vec::new());
+        // The drives that need the version are written at once (a replaced
+        // node's drives are several round trips away each).
+        let mut writes: Vec<
+            std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + '_>>,
+        > = Vec::new();
+        let mut written = Vec::new();
         for (d, drive) in self.drives.iter().enumerate() {
             if !need[d] {
                 continue;
             }
-            let res: Result<()> = async {
+            let (vid, path, data) = (&vid, &path, &data);
+            written.push(d);
+            writes.push(Box::pin(async move {
                 if drive.stat_volume(bucket).await.is_err() {
                     match drive.make_volume(bucket).await {
                         Ok(()) | Err(DriveError::VolumeExists) => {}
@@ -318,21 +327,27 @@ impl ErasureSet {
                     }
                 }
                 meta.add_version(version)?;
-                drive.write_all(bucket, &path, meta.encode()?).await?;
+                drive.write_all(bucket, path, meta.encode()?).await?;
                 Ok(())
-            }
-            .await;
-            match res {
+            }));
+        }
+        for (d, res) in written.into_iter().zip(join_all(writes).await) {
+            match res.unwrap_or_else(|| Err(Error::Internal("a heal write panicked".into()))) {
                 Ok(()) => healed.push(d),
                 Err(e) => {
-                    tracing::warn!(drive = %drive.label(), "heal of {bucket}/{dir}: {e}");
+                    tracing::warn!(drive = %self.drives[d].label(), "heal of {bucket}/{dir}: {e}");
                     failed.push(d);
                 }
             }
         }
+        let bytes = r
+            .version
+            .as_object()
+            .map_or(0, |o| u64::try_from(o.size).unwrap_or(0));
         Ok(HealResult {
             healed_drives: healed,
             failed_drives: failed,
+            bytes,
         })
     }
 }
