@@ -293,20 +293,20 @@ impl ErasureSet {
                         Err(e) => return Err(e.into()),
                     }
                 }
-                let mut meta = match drive.read_all(bucket, &path, MAX_XL_META).await {
+                let mut meta = match drive.read_all(bucket, path, MAX_XL_META).await {
                     Ok(b) => XlMeta::decode(&b)
                         .map(XlMeta::into_owned)
                         .unwrap_or_else(|_| XlMeta::new()),
                     Err(_) => XlMeta::new(),
                 };
-                let _ = meta.remove_version(&vid);
-                meta.remove_inline_data(&vid);
+                let _ = meta.remove_version(vid);
+                meta.remove_inline_data(vid);
                 let mut version = r.version.clone();
                 if let Some(HealData {
                     version: ov,
                     tmp_id,
                     inline_records: inline_recs,
-                }) = &data
+                }) = data
                 {
                     let idx = i64::from(ov.erasure_dist.get(d).copied().unwrap_or(0));
                     if let Some(o) = version.as_object_mut() {
@@ -314,7 +314,7 @@ impl ErasureSet {
                     }
                     if ov.inline_data() {
                         let rec = inline_recs[d].clone().unwrap_or_default();
-                        meta.set_inline_data(&vid, rec);
+                        meta.set_inline_data(vid, rec);
                     } else {
                         let data_dir = Uuid::from_bytes(ov.data_dir).to_string();
                         let dst = format!("{dir}/{data_dir}");
