@@ -10,6 +10,12 @@ against a real `tessera server`.
   and counted out of the online drives.
 - Unsigned: 403 AccessDenied; a wrong secret: 403 SignatureDoesNotMatch;
   any other admin call is still 501 NotImplemented.
+- `mc admin heal` (the background heal status, `POST
+  /minio/admin/v3/background-heal/status`): no heal on a whole deployment;
+  after a drive is replaced by an empty one, the heal of it while the
+  scanner's first pass runs (objects and bytes healed so far, as mc prints
+  them), and when it ends every object and byte counted, the drive no
+  longer healing.
 
 The mc binary comes from TESSERA_MC, as in test_mc.py.
 """
@@ -17,6 +23,7 @@ The mc binary comes from TESSERA_MC, as in test_mc.py.
 import json
 import os
 import shutil
+import time
 import xml.etree.ElementTree as ET
 
 from s3util import client, raw_request
@@ -162,3 +169,76 @@ class DriveGoneTests(McAdminCase):
         out = self.mc("admin", "info", "t")
         self.assertIn("Drives: 3/4 OK", out)
         self.assertIn("3 drives online, 1 drive offline, EC:2", out)
+
+
+class HealStatusTests(McAdminCase):
+    def heal(self, alias="t", env=None):
+        """`mc admin heal --json ALIAS`: the heal status as mc decoded it."""
+        done = self.run_mc("--json", "admin", "heal", alias, env=env)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        out = json.loads(done.stdout)
+        self.assertEqual(out["status"], "success", out)
+        return out["HealInfo"]
+
+    def test_a_replaced_drive_s_heal_is_shown_as_it_runs_and_when_it_ends(self):
+        status = self.heal()
+        self.assertEqual(status["sc_parity"], {"STANDARD": 2, "REDUCED_REDUNDANCY": 1})
+        self.assertEqual(len(status["sets"]), 1)
+        disks = status["sets"][0]["disks"]
+        self.assertEqual([d["state"] for d in disks], ["ok"] * 4)
+        self.assertFalse(any("heal_info" in d for d in disks), disks)
+        self.assertIn("No active healing is detected for new disks.", self.mc("admin", "heal", "t"))
+
+        s3 = client(self.endpoint)
+        bucket = unique_bucket("heal")
+        s3.create_bucket(Bucket=bucket)
+        sizes = [(i * 37_003) % 400_000 for i in range(24)]
+        for i, n in enumerate(sizes):
+            s3.put_object(Bucket=bucket, Key=f"o{i}", Body=os.urandom(n))
+
+        # The second drive is replaced by an empty one; the server comes
+        # back with a slow scanner (4 versions a second) so that the heal
+        # can be watched.
+        self.server.stop()
+        shutil.rmtree(self.server.drives[1])
+        os.makedirs(self.server.drives[1])
+        self.server.extra_env["TESSERA_SCANNER_RATE"] = "4"
+        self.server.start()
+        host = self.server.endpoint.removeprefix("http://")
+        env = {"MC_HOST_h": f"http://{ACCESS_KEY}:{SECRET_KEY}@{host}"}
+
+        def replaced(status):
+            disk = status["sets"][0]["disks"][1]
+            self.assertEqual(disk["disk_index"], 1)
+            return disk
+
+        deadline = time.monotonic() + 30
+        while True:
+            status = self.heal("h", env)
+            disk = replaced(status)
+            info = disk.get("heal_info")
+            if info and info["items_healed"] > 0:
+                break
+            self.assertLess(time.monotonic(), deadline, status)
+            time.sleep(0.1)
+        self.assertFalse(info["finished"], info)
+        self.assertTrue(disk["healing"], disk)
+        self.assertEqual(status["HealDisks"], [disk["endpoint"]])
+        self.assertEqual(info["pool_index"], 0)
+        self.assertEqual(info["set_index"], 0)
+        out = self.run_mc("admin", "heal", "h", env=env).stdout.decode()
+        self.assertIn("Objects Healed:", out)
+        self.assertIn("Heal rate:", out)
+
+        deadline = time.monotonic() + 60
+        while not info["finished"]:
+            self.assertLess(time.monotonic(), deadline, info)
+            time.sleep(0.5)
+            disk = replaced(self.heal("h", env))
+            info = disk["heal_info"]
+        self.assertEqual(info["items_healed"], len(sizes))
+        self.assertEqual(info["bytes_done"], sum(sizes))
+        self.assertEqual((info["items_failed"], info["bytes_failed"]), (0, 0))
+        self.assertNotIn("healing", disk)
+        out = self.run_mc("admin", "heal", "h", env=env).stdout.decode()
+        self.assertIn("No active healing is detected for new disks.", out)

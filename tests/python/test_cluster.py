@@ -55,18 +55,23 @@ def admin_token():
     return next(l.split()[-1] for l in out.splitlines() if "bearer_token" in l)
 
 
-def mc_admin_info(c, i):
-    """`mc admin info --json` through node i, as mc decoded it."""
+def mc_admin(c, i, command):
+    """`mc admin <command> --json` through node i, as mc decoded it."""
     config = tempfile.mkdtemp(prefix="tessera-cluster-mc-")
     try:
         env = dict(os.environ, MC_HOST_c=f"http://{ACCESS_KEY}:{SECRET_KEY}@{c.name(i)}")
-        done = subprocess.run([mc_binary(), "--config-dir", config, "--json", "admin", "info", "c"],
+        done = subprocess.run([mc_binary(), "--config-dir", config, "--json", "admin", command, "c"],
                               env=env, capture_output=True, timeout=60)
     finally:
         shutil.rmtree(config, ignore_errors=True)
     out = json.loads(done.stdout)
     assert out["status"] == "success", out
-    return out["info"]
+    return out
+
+
+def mc_admin_info(c, i):
+    """`mc admin info --json` through node i, as mc decoded it."""
+    return mc_admin(c, i, "info")["info"]
 
 
 def lock_call(url, token, timeout=15, **params):

@@ -27,7 +27,7 @@ import boto3
 from botocore.config import Config
 
 from tessera_server import ACCESS_KEY, SECRET_KEY, stop_process
-from test_cluster import FORM_BOUND_S, Cluster, http_get
+from test_cluster import FORM_BOUND_S, Cluster, http_get, mc_admin
 
 BUCKET = "shared"
 # How long a request may wait for a node that died or stalled: the
@@ -291,6 +291,29 @@ class AnyNodeServesAnyObject(unittest.TestCase):
         c.wait_agreed(range(4), FORM_BOUND_S, "the replaced node 3 back")
         for key, data in everything.items():
             self.assertEqual(s3[2].get_object(Bucket=BUCKET, Key=key)["Body"].read(), data, key)
+        # `mc admin heal` through node 1 shows the heal of node 3's drives
+        # that node 3's scanner ran: every object and byte, once its pass
+        # ended.
+        deadline = time.monotonic() + HEAL_BOUND_S
+        while True:
+            status = mc_admin(c, 0, "heal")["HealInfo"]
+            disks = [d for s in status["sets"] for d in s["disks"] if "/n3/" in d["endpoint"]]
+            self.assertEqual(len(disks), 4, status)
+            infos = [d.get("heal_info") for d in disks]
+            if all(h and h["finished"] for h in infos):
+                break
+            self.assertLess(time.monotonic(), deadline, status)
+            time.sleep(0.5)
+        # Every version (the bucket is versioned since the versioning
+        # check), delete markers included, with its bytes.
+        listing = s3[0].list_object_versions(Bucket=BUCKET)
+        versions = listing.get("Versions", []) + listing.get("DeleteMarkers", [])
+        for d, h in zip(disks, infos):
+            self.assertEqual((h["items_healed"], h["items_failed"]), (len(versions), 0), d)
+            self.assertEqual(h["bytes_done"], sum(v.get("Size", 0) for v in versions), d)
+            self.assertNotIn("healing", d)
+        self.assertEqual(sorted(status["mrf"]), sorted(c.name(i) for i in range(4)))
+        self.assertEqual(status["offline_nodes"], [])
         print(f"\nnode 3 replaced by blank drives: {len(everything)} objects healed onto them "
               f"{refilled_in:.1f} s after its start")
         print(f"\nnode 4 down for {down_for:.1f} s: {len(objects)} objects read, "

@@ -1,7 +1,10 @@
 //! MinIO's admin info (`GET /minio/admin/v3/info`, what `mc admin info`
-//! shows) for a cluster: every node probes its own drives and answers
-//! `admin.drives` over the node RPC; a node that does not answer in time
-//! shows offline, with the drives the layout gives it.
+//! shows) and background heal status (`POST
+//! /minio/admin/v3/background-heal/status`, `mc admin heal`) for a
+//! cluster: every node probes its own drives and tells what its object
+//! layer healed, answering `admin.drives` over the node RPC; a node that
+//! does not answer in time shows offline, with the drives the layout gives
+//! it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +16,8 @@ use hyper::body::Incoming;
 use rpc::{Peer, RpcBody, full};
 use s3_gateway::S3Error;
 use s3_gateway::admin::{
-    AdminAuth, AdminCall, Count, Deployment, DriveInfo, InfoMessage, ServerProperties, Usage,
+    AdminAuth, AdminCall, BgHealState, Count, Deployment, DriveInfo, InfoMessage, ServerHeal,
+    ServerProperties, Usage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +36,9 @@ pub struct NodeDrives {
     pub uptime_s: u64,
     /// Its drives, probed.
     pub drives: Vec<DriveInfo>,
+    /// What its object layer healed (none before the layer is open).
+    #[serde(default)]
+    pub heal: Option<ServerHeal>,
 }
 
 /// What the admin info of the cluster is built from.
@@ -50,6 +57,8 @@ pub struct Admin {
     pub standard_parity: usize,
     pub rrs_parity: usize,
     pub started: std::time::Instant,
+    /// This node's object layer, once it is open.
+    pub layer: Arc<std::sync::OnceLock<Arc<object::layer::ObjectLayer>>>,
 }
 
 impl Admin {
@@ -66,7 +75,7 @@ impl Admin {
         let refuse = |e: &S3Error| s3_gateway::error_document(e, &path, head).map(|b| b.boxed());
         match call {
             AdminCall::Unsupported(e) => refuse(&e),
-            AdminCall::ServerInfo => {
+            AdminCall::ServerInfo | AdminCall::HealStatus => {
                 let (parts, body) = req.into_parts();
                 let body = match Limited::new(body, MAX_BODY).collect().await {
                     Ok(b) => b.to_bytes(),
@@ -80,8 +89,13 @@ impl Admin {
                 if let Err(e) = self.auth.authenticate(&parts, &body) {
                     return refuse(&e);
                 }
-                let info = self.info(deployment.unwrap_or_default()).await;
-                let mut r = Response::new(full(info.to_json()));
+                let answers = self.gather().await;
+                let json = if call == AdminCall::HealStatus {
+                    self.heal_status(answers).to_json()
+                } else {
+                    self.info(deployment.unwrap_or_default(), answers).to_json()
+                };
+                let mut r = Response::new(full(json));
                 *r.status_mut() = StatusCode::OK;
                 r.headers_mut().insert(
                     http::header::CONTENT_TYPE,
@@ -92,8 +106,9 @@ impl Admin {
         }
     }
 
-    /// Every node's drives, asked of all nodes at once.
-    async fn info(&self, deployment_id: String) -> InfoMessage {
+    /// Every node's drives and heals, asked of all nodes at once (`None`:
+    /// the node did not answer in time).
+    async fn gather(&self) -> Vec<Option<NodeDrives>> {
         let mut asks = tokio::task::JoinSet::new();
         for (i, p) in self.peers.iter().enumerate() {
             if let Some(p) = p.clone() {
@@ -118,12 +133,50 @@ impl Admin {
         answers[self.me] = Some(NodeDrives {
             uptime_s: self.started.elapsed().as_secs(),
             drives: self.local.info().await,
+            heal: self.layer.get().map(|l| ServerHeal::of(l)),
         });
         while let Some(joined) = asks.join_next().await {
             if let Ok((i, Some(a))) = joined {
                 answers[i] = Some(a);
             }
         }
+        answers
+    }
+
+    /// The drives the layout gives node `i`, offline.
+    fn offline_drives(&self, i: usize) -> Vec<DriveInfo> {
+        (self.layout.iter())
+            .filter(|d| d.node == i)
+            .map(|d| DriveInfo::offline(place(d)))
+            .collect()
+    }
+
+    /// The heal status from every node's answer.
+    fn heal_status(&self, answers: Vec<Option<NodeDrives>>) -> BgHealState {
+        let (mut drives, mut heals, mut offline) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, (name, answer)) in self.nodes.iter().zip(answers).enumerate() {
+            match answer {
+                Some(a) => {
+                    drives.extend(a.drives);
+                    heals.extend(a.heal.map(|h| (name.clone(), h)));
+                }
+                None => {
+                    drives.extend(self.offline_drives(i));
+                    offline.push(name.clone());
+                }
+            }
+        }
+        BgHealState::new(
+            drives,
+            heals,
+            offline,
+            self.standard_parity,
+            self.rrs_parity,
+        )
+    }
+
+    /// The admin info from every node's answer.
+    fn info(&self, deployment_id: String, answers: Vec<Option<NodeDrives>>) -> InfoMessage {
         let servers = self
             .nodes
             .iter()
@@ -137,14 +190,7 @@ impl Admin {
                     env!("CARGO_PKG_VERSION"),
                     a.drives,
                 ),
-                None => ServerProperties::offline(
-                    name.clone(),
-                    self.layout
-                        .iter()
-                        .filter(|d| d.node == i)
-                        .map(|d| DriveInfo::offline(place(d)))
-                        .collect(),
-                ),
+                None => ServerProperties::offline(name.clone(), self.offline_drives(i)),
             })
             .collect();
         let pools = self

@@ -273,13 +273,14 @@ fn pool_reference<'a>(
 /// - none formatted: the node serving the layout's first drive formats
 ///   every drive once every node answers; the others wait for it.
 ///
-/// Logs what it waits for every `report`.
+/// Logs what it waits for every `report`. Returns the endpoints of the
+/// replaced drives it formatted (their heal is the scanner's first pass).
 pub async fn format_or_wait(
     nodes: &ClusterNodes,
     local: &LocalDrives,
     peers: &[Peer],
     report: Duration,
-) -> Result<(), String> {
+) -> Result<Vec<String>, String> {
     let first = nodes
         .layout
         .first()
@@ -289,7 +290,7 @@ pub async fn format_or_wait(
     loop {
         let mine = local.status().await?;
         if mine.iter().all(|(_, f)| f.is_some()) {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let mut answers: BTreeMap<String, FormatErasureV3> = BTreeMap::new();
         let mut total = mine.len();
@@ -340,7 +341,7 @@ pub async fn format_or_wait(
                         "formatted this node's blank drives as the deployment's \
                          (replaced drives); their data returns by healing"
                     );
-                    return Ok(());
+                    return Ok(formats.into_keys().collect());
                 }
                 // More drives may yet answer, or the first node may be
                 // formatting them right now.
@@ -378,7 +379,7 @@ pub async fn format_or_wait(
             .map_err(|e| format!("formatting the drives of {}: {e}", p.name()))?;
     }
     tracing::info!(drives = formats.len(), "formatted the cluster's drives");
-    Ok(())
+    Ok(Vec::new())
 }
 
 #[cfg(test)]

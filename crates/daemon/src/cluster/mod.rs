@@ -677,12 +677,15 @@ pub async fn run(
     });
     let started = Instant::now();
     let ld = Arc::clone(&local_drives);
+    let opened_layer: Arc<std::sync::OnceLock<Arc<object::layer::ObjectLayer>>> = Arc::default();
+    let opened = Arc::clone(&opened_layer);
     service.unary("admin.drives", move |_, _: Bytes| {
-        let ld = Arc::clone(&ld);
+        let (ld, opened) = (Arc::clone(&ld), Arc::clone(&opened));
         async move {
             let answer = admin::NodeDrives {
                 uptime_s: started.elapsed().as_secs(),
                 drives: ld.info().await,
+                heal: opened.get().map(|l| s3_gateway::admin::ServerHeal::of(l)),
             };
             Ok::<_, Failure>(Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()))
         }
@@ -795,6 +798,7 @@ pub async fn run(
             standard_parity: parity.standard_parity(),
             rrs_parity: parity.rrs_parity(),
             started,
+            layer: Arc::clone(&opened_layer),
         },
         admin_auth: crate::metrics::MetricsAuth::root(cfg),
         metrics_auth: crate::metrics::MetricsAuth::for_metrics(cfg),
@@ -826,7 +830,7 @@ pub async fn run(
     let agreed = agreed.map_err(|r| ConfigError(format!("this node does not join: {}", r.0)))?;
     tracing::info!(agreed = ?agreed, "a majority of nodes agrees");
     notifier.status("formatting or checking the drives");
-    format::format_or_wait(&nodes, &local_drives, &peers, Duration::from_secs(5))
+    let replaced = format::format_or_wait(&nodes, &local_drives, &peers, Duration::from_secs(5))
         .await
         .map_err(|e| ConfigError(format!("formatting the drives: {e}")))?;
     let deployment = local_drives
@@ -924,6 +928,14 @@ pub async fn run(
             }
         }
     };
+    for (i, laid) in nodes.layout.iter().enumerate() {
+        if let (true, Some(d)) = (
+            replaced.contains(&laid.endpoint),
+            local_layer_drives.get(&i),
+        ) {
+            layer.track_replaced(d);
+        }
+    }
     let bucket_events = Arc::new(buckets::BucketEvents::new(
         me.clone(),
         inbound_tx,
@@ -943,6 +955,7 @@ pub async fn run(
     )
     .with_observer(metrics.clone());
     let _ = node.gateway.set(gateway);
+    let _ = node.admin.layer.set(Arc::clone(&layer));
     let _ = node.serving.set(Serving {
         metrics,
         health: crate::health::Health::new(Arc::clone(&layer)),

@@ -136,6 +136,21 @@ impl ObjectLayer {
         s
     }
 
+    /// Tracks the heal of `drive`, one of this layer's drives, formatted
+    /// into its place before the layer opened (a cluster formats a
+    /// replaced node's drives first), as a drive the open formatted is
+    /// tracked. Call before the scanner starts. Returns whether the drive
+    /// is one of the layer's.
+    pub fn track_replaced(&self, drive: &Arc<dyn Drive>) -> bool {
+        for (s, set) in self.sets.iter().enumerate() {
+            if let Some(d) = set.drives().iter().position(|x| Arc::ptr_eq(x, drive)) {
+                self.heal_track.fresh(s, d, drive.label());
+                return true;
+            }
+        }
+        false
+    }
+
     /// The index among all sets of `set`, a set of this layer.
     pub(crate) fn set_number(&self, set: &ErasureSet) -> usize {
         self.sets

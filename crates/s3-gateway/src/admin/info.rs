@@ -346,8 +346,8 @@ impl DriveState {
 }
 
 /// One drive (madmin-go's `Disk`). Left out: device numbers, model,
-/// throughput and latency, whether the drive is on the root file system
-/// and whether it is being healed, which Tessera does not track per drive.
+/// throughput and latency, and whether the drive is on the root file
+/// system.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriveInfo {
     /// The drive's endpoint.
@@ -389,6 +389,13 @@ pub struct DriveInfo {
     pub set_index: usize,
     /// Its position within the set (0-based).
     pub disk_index: usize,
+    /// Replaced by an empty drive and being healed (the heal status
+    /// sets it; the info leaves it out).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub healing: bool,
+    /// The heal of the drive, in the heal status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal_info: Option<super::heal::HealingDisk>,
 }
 
 impl DriveInfo {
@@ -407,6 +414,8 @@ impl DriveInfo {
             pool_index: place.pool,
             set_index: place.set,
             disk_index: place.disk,
+            healing: false,
+            heal_info: None,
         }
     }
 }

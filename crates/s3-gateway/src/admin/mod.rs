@@ -1,7 +1,8 @@
 //! MinIO's admin API (`/minio/admin/...`, what `mc admin` sends): the info
-//! call `GET /minio/admin/v3/info` (`mc admin info`) is served; every other
-//! admin call, and the info path by any other method, answers 501
-//! `NotImplemented` naming the API.
+//! call `GET /minio/admin/v3/info` (`mc admin info`) and the background
+//! heal status `POST /minio/admin/v3/background-heal/status` (`mc admin
+//! heal ALIAS`) are served; every other admin call, and those paths by any
+//! other method, answer 501 `NotImplemented` naming the API.
 //!
 //! The pieces are public so that a server answering for several nodes (the
 //! daemon's cluster mode) can answer the same call:
@@ -14,11 +15,14 @@
 //!   every server);
 //! - [`probe_drive`] and [`probe_drives`] fill a [`DriveInfo`] from a drive
 //!   of this process;
-//! - [`info_response`] is the HTTP answer.
+//! - [`info_response`] is the HTTP answer;
+//! - [`BgHealState`] is the heal status, built from every drive's
+//!   [`DriveInfo`] and what each server's layer healed ([`ServerHeal`]).
 //!
 //! [`Gateway::server_info`] puts them together for the one node a gateway
 //! serves.
 
+mod heal;
 mod info;
 mod probe;
 
@@ -29,6 +33,7 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use http::{Method, Response, StatusCode};
 use http_body::Body;
 
+pub use heal::{BgHealState, HealingDisk, MrfStatus, ServerHeal, SetStatus};
 pub use info::{
     BackendType, Count, Deployment, DriveInfo, DrivePlace, DriveState, ErasureBackend, InfoMessage,
     ItemState, ServerProperties, Usage,
@@ -43,6 +48,8 @@ use crate::service::{Ctx, Gateway, ResponseBody, static_credentials};
 
 /// The path of the info call.
 pub const INFO_PATH: &str = "/minio/admin/v3/info";
+/// The path of the background heal status.
+pub const HEAL_STATUS_PATH: &str = "/minio/admin/v3/background-heal/status";
 
 /// Why the info document carries no object, version or usage figures.
 const NOT_COUNTED: &str = "not counted: Tessera keeps no object, version or usage totals \
@@ -53,6 +60,8 @@ const NOT_COUNTED: &str = "not counted: Tessera keeps no object, version or usag
 pub enum AdminCall {
     /// `GET /minio/admin/v3/info`: the server info.
     ServerInfo,
+    /// `POST /minio/admin/v3/background-heal/status`: the heal status.
+    HealStatus,
     /// Any other admin path or method: this error (501 `NotImplemented`
     /// naming the path).
     Unsupported(S3Error),
@@ -67,6 +76,9 @@ pub fn route(method: &Method, raw_path: &str) -> Option<AdminCall> {
     }
     if method == Method::GET && raw_path == INFO_PATH {
         return Some(AdminCall::ServerInfo);
+    }
+    if method == Method::POST && raw_path == HEAL_STATUS_PATH {
+        return Some(AdminCall::HealStatus);
     }
     // The path is echoed for the operator, cut short: a long one names the
     // same API.
@@ -162,7 +174,12 @@ fn chunked_refused() -> S3Error {
 
 /// The HTTP answer carrying `info`: 200, `application/json`.
 pub fn info_response(info: &InfoMessage) -> Response<ResponseBody> {
-    let mut r = Response::new(ResponseBody::full(info.to_json()));
+    json_response(info.to_json())
+}
+
+/// 200, `application/json`, carrying `json`.
+pub fn json_response(json: Vec<u8>) -> Response<ResponseBody> {
+    let mut r = Response::new(ResponseBody::full(json));
     *r.status_mut() = StatusCode::OK;
     r.headers_mut().insert(
         CONTENT_TYPE,
@@ -188,8 +205,12 @@ impl Gateway {
                 ctx.api = "AdminAPI";
                 Err(e)
             }
-            AdminCall::ServerInfo => {
-                ctx.api = "ServerInfo";
+            AdminCall::ServerInfo | AdminCall::HealStatus => {
+                ctx.api = if call == AdminCall::ServerInfo {
+                    "ServerInfo"
+                } else {
+                    "BackgroundHealStatus"
+                };
                 ctx.slot = Some(self.admit().await?);
                 let payload = self
                     .admin_auth
@@ -200,7 +221,20 @@ impl Gateway {
                 // hash before anything is answered.
                 crate::handlers::read_small_body(self, ctx).await?;
                 let endpoint = request_host(&ctx.parts);
-                Ok(info_response(&self.server_info(&endpoint).await))
+                let info = self.server_info(&endpoint).await;
+                if call == AdminCall::ServerInfo {
+                    return Ok(info_response(&info));
+                }
+                let drives = (info.servers.into_iter()).flat_map(|s| s.drives).collect();
+                let storage_class = self.layer.storage_class();
+                let status = BgHealState::new(
+                    drives,
+                    vec![(endpoint, ServerHeal::of(&self.layer))],
+                    Vec::new(),
+                    storage_class.standard_parity(),
+                    storage_class.rrs_parity(),
+                );
+                Ok(json_response(status.to_json()))
             }
         }
     }

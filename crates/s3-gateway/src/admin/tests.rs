@@ -76,9 +76,15 @@ fn check(auth: &AdminAuth, req: Request<Full<Bytes>>, body: &[u8]) -> Result<(),
 #[test]
 fn routes_the_info_call_and_refuses_the_rest() {
     assert_eq!(route(&Method::GET, INFO_PATH), Some(AdminCall::ServerInfo));
+    assert_eq!(
+        route(&Method::POST, HEAL_STATUS_PATH),
+        Some(AdminCall::HealStatus)
+    );
     for (method, path) in [
         (Method::HEAD, INFO_PATH),
         (Method::POST, INFO_PATH),
+        (Method::GET, HEAL_STATUS_PATH),
+        (Method::POST, "/minio/admin/v3/heal/bucket"),
         (Method::GET, "/minio/admin/v3/list-users"),
         (Method::GET, "/minio/admin/v3/info/"),
         (Method::GET, "/minio/admin"),
