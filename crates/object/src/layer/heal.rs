@@ -29,7 +29,7 @@ pub(super) const HEAL_QUEUE: usize = 10_000;
 /// Versions a scanner pass checks (and heals) at once. A heal waits on
 /// drives (a replaced node's are round trips away) as much as it computes,
 /// so a few at a time keep both cores and the network busy.
-pub const SCAN_WORKERS: usize = 4;
+pub const SCAN_WORKERS: usize = 8;
 
 /// Options of the background scanner.
 #[derive(Debug, Clone)]

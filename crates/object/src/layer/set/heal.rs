@@ -84,51 +84,59 @@ impl ErasureSet {
             .map(|(&pn, &ps)| (pn, u64::try_from(ps).unwrap_or(0)))
             .collect();
 
-        // Pass 1: verify every record of every agreeing drive.
-        #[allow(clippy::needless_range_loop)] // `need[d]` is set inside
-        for d in 0..n {
-            if need[d] {
-                continue;
-            }
-            'parts: for &(pn, psize) in &parts {
-                let frame = frames(psize)?;
-                let path = format!("{dir}/{data_dir}/part.{pn}");
-                let blocks = psize.div_ceil(block_size);
+        // Pass 1: verify every record of every agreeing drive, the drives
+        // at once (each its records in turn): a remote drive's reads are
+        // round trips, and one drive after another would add them up.
+        let frames = &frames;
+        let (parts_ref, data_dir_ref, dir_ref, vid_ref, r_ref) =
+            (&parts, &data_dir, &dir, &vid, &r);
+        let verify = |d: usize| async move {
+            for &(pn, psize) in parts_ref {
+                let Ok(frame) = frames(psize) else {
+                    return false;
+                };
                 if inline {
-                    let payload = r.metas[d].as_ref().and_then(|mt| mt.inline_data(&vid));
+                    let payload = r_ref.metas[d]
+                        .as_ref()
+                        .and_then(|mt| mt.inline_data(vid_ref));
                     if !payload.is_some_and(|p| inline_intact(p, &frame)) {
-                        need[d] = true;
+                        return false;
                     }
                     continue;
                 }
-                for b in 0..blocks {
+                let path = format!("{dir_ref}/{data_dir_ref}/part.{pn}");
+                for b in 0..psize.div_ceil(block_size) {
                     let blk_len = (psize - b * block_size).min(block_size) as usize;
                     let len = HASH_LEN + blk_len.div_ceil(k);
                     let off = frame.layout().record_offset(b).unwrap_or(0);
-                    let ok = match AlignedBuf::with_capacity(len) {
-                        Ok(buf) => match self.drives[d]
-                            .read_file_at(bucket, &path, off, len, buf)
-                            .await
-                        {
-                            Ok((buf, got)) => {
-                                got == len && frame.open(b, &buf.capacity_slice()[..len]).is_ok()
-                            }
-                            Err(_) => false,
-                        },
-                        Err(_) => false,
+                    let Ok(buf) = AlignedBuf::with_capacity(len) else {
+                        return false;
                     };
-                    if !ok {
-                        need[d] = true;
-                        break 'parts;
+                    match self.drives[d]
+                        .read_file_at(bucket, &path, off, len, buf)
+                        .await
+                    {
+                        Ok((buf, got))
+                            if got == len
+                                && frame.open(b, &buf.capacity_slice()[..len]).is_ok() => {}
+                        _ => return false,
                     }
                 }
                 // A longer file than the layout says is damage too.
                 if let Ok(st) = self.drives[d].stat_file(bucket, &path).await
                     && st.size != frame.layout().file_size()
                 {
-                    need[d] = true;
-                    break 'parts;
+                    return false;
                 }
+            }
+            true
+        };
+        let checked: Vec<usize> = (0..n).filter(|&d| !need[d]).collect();
+        let checks: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>>> =
+            checked.iter().map(|&d| Box::pin(verify(d)) as _).collect();
+        for (d, intact) in checked.into_iter().zip(join_all(checks).await) {
+            if intact != Some(true) {
+                need[d] = true;
             }
         }
         if !need.iter().any(|x| *x) {
