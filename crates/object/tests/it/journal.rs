@@ -180,3 +180,70 @@ async fn a_replaced_drive_s_heal_is_reported() {
         );
     }
 }
+
+/// Deletes and metadata edits that miss a drive are journalled like
+/// writes: once the drive is back, the healer removes the version it still
+/// holds (no quorum agrees on it), gives it the delete marker, and the
+/// edited metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_and_edits_that_missed_a_drive_are_healed_when_it_returns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 4);
+    let (l, faulty) = faulty_layer(&ds).await;
+    let l = Arc::new(l);
+    l.make_bucket("dbk").await.unwrap();
+    l.make_bucket("vbk").await.unwrap();
+    l.set_bucket_versioning("vbk", true).await.unwrap();
+    let big = data((1 << 20) + 5, 7);
+    put(&l, "dbk", "gone", &big).await;
+    put(&l, "dbk", "tagged", &data(3000, 8)).await;
+    put(&l, "vbk", "marked", &data(3000, 9)).await;
+    let data_dirs = |key: &str| {
+        std::fs::read_dir(ds[3].join("dbk").join(key))
+            .map(|r| r.count())
+            .unwrap_or(0)
+    };
+    assert_eq!(data_dirs("gone"), 2, "xl.meta and the data directory");
+
+    faulty[3].set(Fault::Fail);
+    l.delete_object("dbk", "gone", None).await.unwrap();
+    l.update_object_metadata("dbk", "tagged", None, &|m| {
+        m.insert("X-Amz-Tagging", "edited=yes".into());
+    })
+    .await
+    .unwrap();
+    let marker = l.delete_object("vbk", "marked", None).await.unwrap();
+    assert!(marker.delete_marker);
+    assert_eq!(journal_entries(&ds), 3);
+    assert_eq!(l.heal_journal_stats().pending, 3);
+
+    faulty[3].set(Fault::None);
+    let _scanner = l.spawn_scanner(ScanOptions {
+        versions_per_sec: None,
+        interval: Duration::from_secs(3600),
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while journal_entries(&ds) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(journal_entries(&ds), 0);
+    // The deleted object's copy and data are gone from the drive.
+    assert_eq!(data_dirs("gone"), 0);
+    // The edit and the marker reached it.
+    let meta = |b: &str, k: &str| std::fs::read(ds[3].join(b).join(k).join("xl.meta")).unwrap();
+    let tagged = meta("dbk", "tagged");
+    assert!(tagged.windows(10).any(|w| w == b"edited=yes"));
+    let marked = meta("vbk", "marked");
+    let marked = object::xlmeta::XlMeta::decode(&marked).unwrap();
+    assert_eq!(marked.versions().len(), 2);
+    // With the other drives failing, the healed one answers as they did.
+    faulty[0].set(Fault::Fail);
+    faulty[1].set(Fault::Fail);
+    assert!(get(&l, "dbk", "gone").await.unwrap_err().is_not_found());
+    let head = l.head_object("dbk", "tagged", None).await.unwrap();
+    assert_eq!(
+        head.metadata.get("X-Amz-Tagging").map(String::as_str),
+        Some("edited=yes")
+    );
+    assert!(get(&l, "vbk", "marked").await.unwrap_err().is_not_found());
+}

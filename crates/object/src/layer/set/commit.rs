@@ -89,7 +89,8 @@ impl ErasureSet {
                     let _ = remove_data_dir(drive, self.cache.as_ref(), bucket, dir, dd).await;
                 }
                 if written.len() < n {
-                    self.journal_missed(bucket, dir, &ov, &written).await;
+                    self.journal_missed(bucket, dir, ov.version_id, &written)
+                        .await;
                 }
                 Ok(())
             }
@@ -120,13 +121,15 @@ impl ErasureSet {
         }
     }
 
-    /// Remembers a committed write that missed drives (see the layer's
-    /// heal journal), durably, before it is acknowledged.
-    async fn journal_missed(
+    /// Remembers a change of version `version` (a committed write, a
+    /// delete marker, a removed version, an edit of its metadata) that
+    /// missed drives (see the layer's heal journal), durably, on one of the
+    /// `written` drives, before it is acknowledged.
+    pub(super) async fn journal_missed(
         &self,
         bucket: &str,
         dir: &str,
-        ov: &ObjectVersion<'static>,
+        version: [u8; 16],
         written: &[usize],
     ) {
         let Some((journal, set)) = &self.journal else {
@@ -135,7 +138,7 @@ impl ErasureSet {
         let entry = crate::layer::journal::Entry {
             bucket: bucket.to_owned(),
             key: crate::layer::names::key_from_dir(dir),
-            version: ov.version_id,
+            version,
         };
         if let Some((drive, name)) =
             crate::layer::journal::record(&self.drives, written, &entry).await
@@ -255,15 +258,17 @@ pub(super) async fn remove_data_dir(
     drive.delete(bucket, &path, true).await
 }
 
-/// Waits for every drive's update in `set`; returns how many succeeded.
-pub(super) async fn join_count(set: &mut JoinSet<Result<()>>) -> usize {
-    let mut ok = 0;
+/// Waits for every drive task of `set`, each answering its drive's
+/// position; returns the positions of those that succeeded, in order.
+pub(super) async fn join_drives(set: &mut JoinSet<(usize, Result<()>)>) -> Vec<usize> {
+    let mut ok = Vec::new();
     while let Some(r) = set.join_next().await {
         match r {
-            Ok(Ok(())) => ok += 1,
-            Ok(Err(e)) => tracing::debug!("drive update failed: {e}"),
+            Ok((d, Ok(()))) => ok.push(d),
+            Ok((_, Err(e))) => tracing::debug!("drive update failed: {e}"),
             Err(_) => {}
         }
     }
+    ok.sort_unstable();
     ok
 }

@@ -5,7 +5,7 @@ use drive::DriveError;
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
-use super::commit::{join_count, remove_data_dir};
+use super::commit::{join_drives, remove_data_dir};
 use super::quorum::{check_version_removed, check_write_quorum, metadata_quorum};
 use super::*;
 use crate::layer::names::object_dir;
@@ -33,34 +33,42 @@ impl ErasureSet {
             };
             let dm = DeleteMarker::new(vid.map_or([0; 16], |v| *v.as_bytes()), now_nanos());
             let mut set = JoinSet::new();
-            for drive in &self.drives {
+            for (d, drive) in self.drives.iter().enumerate() {
                 let (drive, bucket, dir) = (drive.clone(), bucket.to_owned(), dir.clone());
                 let dm = dm.clone();
                 let cache = self.cache.clone();
                 set.spawn(async move {
-                    let path = format!("{dir}/{XL_META}");
-                    let mut meta = match drive.read_all(&bucket, &path, MAX_XL_META).await {
-                        Ok(b) => XlMeta::decode(&b)?.into_owned(),
-                        Err(DriveError::FileNotFound) => XlMeta::new(),
-                        Err(e) => return Err(Error::Drive(e)),
-                    };
-                    let vid = dm.version_id;
-                    let replaced = meta.add_version(Version::delete_marker(dm, WRITTEN_BY))?;
-                    meta.remove_inline_data(&vid);
-                    drive.write_all(&bucket, &path, meta.encode()?).await?;
-                    // The null version a suspended bucket's marker replaced.
-                    if let Some(o) = replaced.as_ref().and_then(Version::as_object)
-                        && !o.inline_data()
-                        && meta.shared_data_dir_count(&vid, &o.data_dir) == 0
-                    {
-                        let (c, dd) = (cache.as_ref(), &o.data_dir);
-                        let _ = remove_data_dir(&*drive, c, &bucket, &dir, dd).await;
+                    let r: Result<()> = async move {
+                        let path = format!("{dir}/{XL_META}");
+                        let mut meta = match drive.read_all(&bucket, &path, MAX_XL_META).await {
+                            Ok(b) => XlMeta::decode(&b)?.into_owned(),
+                            Err(DriveError::FileNotFound) => XlMeta::new(),
+                            Err(e) => return Err(Error::Drive(e)),
+                        };
+                        let vid = dm.version_id;
+                        let replaced = meta.add_version(Version::delete_marker(dm, WRITTEN_BY))?;
+                        meta.remove_inline_data(&vid);
+                        drive.write_all(&bucket, &path, meta.encode()?).await?;
+                        // The null version a suspended bucket's marker replaced.
+                        if let Some(o) = replaced.as_ref().and_then(Version::as_object)
+                            && !o.inline_data()
+                            && meta.shared_data_dir_count(&vid, &o.data_dir) == 0
+                        {
+                            let (c, dd) = (cache.as_ref(), &o.data_dir);
+                            let _ = remove_data_dir(&*drive, c, &bucket, &dir, dd).await;
+                        }
+                        Ok(())
                     }
-                    Ok(())
+                    .await;
+                    (d, r)
                 });
             }
-            let ok = join_count(&mut set).await;
-            check_write_quorum(ok, metadata_quorum(n))?;
+            let written = join_drives(&mut set).await;
+            check_write_quorum(written.len(), metadata_quorum(n))?;
+            if written.len() < n {
+                self.journal_missed(bucket, &dir, dm.version_id, &written)
+                    .await;
+            }
             return Ok(DeleteResult {
                 version_id: vid,
                 delete_marker: true,
@@ -84,40 +92,27 @@ impl ErasureSet {
         };
         let vid = sel.bytes();
         let is_dm = matches!(resolved.version.kind, VersionKind::DeleteMarker(_));
-        let mut set = JoinSet::new();
-        for (d, drive) in self.drives.iter().enumerate() {
-            let Some(meta) = resolved.metas[d].clone() else {
-                continue;
-            };
-            let (drive, bucket, dir) = (drive.clone(), bucket.to_owned(), dir.clone());
-            let cache = self.cache.clone();
-            set.spawn(async move {
-                let mut meta = meta;
-                if meta.find(&vid).is_none() {
-                    return Ok(());
-                }
-                let removed = meta.remove_version(&vid)?;
-                let data_dir = removed
-                    .as_object()
-                    .filter(|o| !o.inline_data())
-                    .map(|o| o.data_dir);
-                meta.remove_inline_data(&vid);
-                let path = format!("{dir}/{XL_META}");
-                if meta.is_empty() {
-                    drive.delete(&bucket, &path, false).await?;
-                } else {
-                    drive.write_all(&bucket, &path, meta.encode()?).await?;
-                }
-                if let Some(dd) = data_dir
-                    && meta.shared_data_dir_count(&vid, &dd) == 0
-                {
-                    remove_data_dir(&*drive, cache.as_ref(), &bucket, &dir, &dd).await?;
-                }
-                Ok(())
-            });
+        let holders: Vec<usize> = (0..n)
+            .filter(|&d| {
+                resolved.metas[d]
+                    .as_ref()
+                    .is_some_and(|m| m.find(&vid).is_some())
+            })
+            .collect();
+        let removed = self
+            .remove_copies(bucket, &dir, &vid, &resolved.metas, &holders)
+            .await;
+        check_version_removed(removed.len(), n, resolved.agree.iter().flatten().count())?;
+        if removed.len() < n {
+            // A drive that failed, or still holds the version, may keep a
+            // copy: the journal's healer removes copies no quorum agrees
+            // on once every drive answers.
+            let answered: Vec<usize> = (0..n)
+                .filter(|&d| resolved.metas[d].is_some())
+                .filter(|d| !holders.contains(d) || removed.contains(d))
+                .collect();
+            self.journal_missed(bucket, &dir, vid, &answered).await;
         }
-        let ok = join_count(&mut set).await;
-        check_version_removed(ok, n, resolved.agree.iter().flatten().count())?;
         Ok(DeleteResult {
             version_id: match sel {
                 VersionSel::Null => None,
@@ -125,5 +120,55 @@ impl ErasureSet {
             },
             delete_marker: is_dm,
         })
+    }
+
+    /// Removes version `vid` (and its data, where no other version shares
+    /// it) from the `holders` drives, whose `xl.meta` are in `metas`;
+    /// returns the drives it was removed from.
+    pub(super) async fn remove_copies(
+        &self,
+        bucket: &str,
+        dir: &str,
+        vid: &[u8; 16],
+        metas: &[Option<XlMeta<'static>>],
+        holders: &[usize],
+    ) -> Vec<usize> {
+        let mut set = JoinSet::new();
+        for &d in holders {
+            let Some(meta) = metas[d].clone() else {
+                continue;
+            };
+            let (drive, bucket, dir) = (self.drives[d].clone(), bucket.to_owned(), dir.to_owned());
+            let (cache, vid) = (self.cache.clone(), *vid);
+            set.spawn(async move {
+                let r: Result<()> = async move {
+                    let mut meta = meta;
+                    if meta.find(&vid).is_none() {
+                        return Ok(());
+                    }
+                    let removed = meta.remove_version(&vid)?;
+                    let data_dir = removed
+                        .as_object()
+                        .filter(|o| !o.inline_data())
+                        .map(|o| o.data_dir);
+                    meta.remove_inline_data(&vid);
+                    let path = format!("{dir}/{XL_META}");
+                    if meta.is_empty() {
+                        drive.delete(&bucket, &path, false).await?;
+                    } else {
+                        drive.write_all(&bucket, &path, meta.encode()?).await?;
+                    }
+                    if let Some(dd) = data_dir
+                        && meta.shared_data_dir_count(&vid, &dd) == 0
+                    {
+                        remove_data_dir(&*drive, cache.as_ref(), &bucket, &dir, &dd).await?;
+                    }
+                    Ok(())
+                }
+                .await;
+                (d, r)
+            });
+        }
+        join_drives(&mut set).await
     }
 }

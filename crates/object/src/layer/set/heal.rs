@@ -27,7 +27,10 @@ struct HealData<'a> {
 impl ErasureSet {
     /// Heals one version of an object: every drive whose metadata disagrees
     /// or whose shards are missing or corrupt gets them rewritten from the
-    /// intact ones. The caller holds the object's lock.
+    /// intact ones. Copies of a version asked for by id (or the null
+    /// version) that no quorum agrees on while every drive answers are
+    /// removed (what a failed write or a delete that missed drives left).
+    /// The caller holds the object's lock.
     ///
     /// Two passes, one erasure block in memory at a time: the first reads
     /// and verifies every shard record on every drive; the second, only if
@@ -44,7 +47,41 @@ impl ErasureSet {
         let dir = object_dir(key);
         let n = self.drives.len();
         let metas = self.read_metas(bucket, &dir).await;
-        let r = self.resolve(bucket, key, metas, version)?;
+        // The drives holding copies of the version asked for, and whether
+        // every drive answered: copies no quorum agrees on while every
+        // drive answers are what a write that failed, or a delete that
+        // missed drives, left behind.
+        let asked = version.map(|v| v.bytes());
+        let holders: Vec<usize> = (0..n)
+            .filter(|&d| {
+                let meta = metas.metas[d].as_ref();
+                asked.is_some_and(|v| meta.is_some_and(|m| m.find(&v).is_some()))
+            })
+            .collect();
+        let all_answered = metas.errors == 0;
+        let kept = (!holders.is_empty() && all_answered).then(|| metas.metas.clone());
+        let r = match self.resolve(bucket, key, metas, version) {
+            Ok(r) => r,
+            Err(e) if e.is_not_found() => {
+                let (Some(kept), Some(vid)) = (kept, asked) else {
+                    return Err(e);
+                };
+                let removed = self
+                    .remove_copies(bucket, &dir, &vid, &kept, &holders)
+                    .await;
+                tracing::info!(%bucket, %key, drives = ?removed, "removed copies of a version no quorum agrees on");
+                let failed = holders
+                    .into_iter()
+                    .filter(|d| !removed.contains(d))
+                    .collect();
+                return Ok(HealResult {
+                    healed_drives: removed,
+                    failed_drives: failed,
+                    bytes: 0,
+                });
+            }
+            Err(e) => return Err(e),
+        };
         let mut need: Vec<bool> = r.agree.iter().map(Option::is_none).collect();
         let ov = match &r.version.kind {
             VersionKind::Object(o) => Some(o.clone()),

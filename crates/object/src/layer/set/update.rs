@@ -90,6 +90,12 @@ impl ErasureSet {
             while undo.join_next().await.is_some() {}
             return Err(e);
         }
+        if done.len() < self.drives.len() {
+            // Drives that missed the edit, or the version, get it from the
+            // journal's healer.
+            done.sort_unstable();
+            self.journal_missed(bucket, &dir, vid, &done).await;
+        }
         Ok(object_info(bucket, key, &updated, resolved.is_latest))
     }
 }
