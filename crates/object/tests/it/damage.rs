@@ -125,6 +125,27 @@ async fn bitrot_is_detected_reconstructed_and_healed() {
         assert_ne!(after, bytes, "shard file rewritten");
     }
 
+    // A drive lacking the version and another's corrupt record: the heal
+    // rebuilds the missing drive from verified shards and checks only the
+    // others' file sizes; the next heal, with every drive holding the
+    // version, reads every record and rebuilds the corrupt one.
+    let files = part_files(&ds[3], "rot", "big");
+    let mut bytes = std::fs::read(&files[0]).unwrap();
+    bytes[200] ^= 0x01;
+    std::fs::write(&files[0], &bytes).unwrap();
+    wipe_bucket(&ds[1], "rot");
+    let h = l.heal_object("rot", "big", None).await.unwrap();
+    assert_eq!(h.healed_drives, vec![1]);
+    assert_eq!(std::fs::read(&files[0]).unwrap(), bytes, "not read twice");
+    let h = l.heal_object("rot", "big", None).await.unwrap();
+    assert_eq!(h.healed_drives, vec![3]);
+    assert_ne!(std::fs::read(&files[0]).unwrap(), bytes);
+    let h = l.heal_object("rot", "big", None).await.unwrap();
+    assert!(h.healed_drives.is_empty());
+    // The wiped drive also lost "small": heal it back.
+    let h = l.heal_object("rot", "small", None).await.unwrap();
+    assert_eq!(h.healed_drives, vec![1]);
+
     // Corrupt inline data (inside xl.meta) of one drive.
     let meta = ds[1].join("rot/small/xl.meta");
     let mut bytes = std::fs::read(&meta).unwrap();

@@ -124,6 +124,11 @@ impl ErasureSet {
         // Pass 1: verify every record of every agreeing drive, the drives
         // at once (each its records in turn): a remote drive's reads are
         // round trips, and one drive after another would add them up.
+        // When drives lack the version (a replaced drive, a write that
+        // missed them), the rebuild reads and verifies `k` shards of each
+        // block anyway: the others' files are only checked for their size
+        // now, not read twice, and their records on the scanner's next pass.
+        let deep = !need.iter().any(|x| *x);
         let frames = &frames;
         let (parts_ref, data_dir_ref, dir_ref, vid_ref, r_ref) =
             (&parts, &data_dir, &dir, &vid, &r);
@@ -142,7 +147,7 @@ impl ErasureSet {
                     continue;
                 }
                 let path = format!("{dir_ref}/{data_dir_ref}/part.{pn}");
-                for b in 0..psize.div_ceil(block_size) {
+                for b in (0..psize.div_ceil(block_size)).filter(|_| deep) {
                     let blk_len = (psize - b * block_size).min(block_size) as usize;
                     let len = HASH_LEN + blk_len.div_ceil(k);
                     let off = frame.layout().record_offset(b).unwrap_or(0);
