@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use object::layer::{ObjectLayer, ScanOptions};
+use object::layer::{ObjectLayer, ScanOptions, ScannerHandle};
 
 use crate::support::faulty::{Fault, faulty_layer};
 use crate::support::*;
@@ -20,6 +20,21 @@ fn journal_entries(ds: &[std::path::PathBuf]) -> usize {
                 .unwrap_or(0)
         })
         .sum()
+}
+
+/// Starts the scanner (and the journal's healer) and waits until the
+/// drives' journals are empty; returns the scanner.
+async fn drain_journals(l: &Arc<ObjectLayer>, ds: &[std::path::PathBuf]) -> ScannerHandle {
+    let scanner = l.spawn_scanner(ScanOptions {
+        versions_per_sec: None,
+        interval: Duration::from_secs(3600),
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while journal_entries(ds) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(journal_entries(ds), 0);
+    scanner
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,15 +119,7 @@ async fn entries_left_by_an_earlier_run_are_healed_after_a_restart() {
         0,
         "nothing known before the sweep"
     );
-    let _scanner = l.spawn_scanner(ScanOptions {
-        versions_per_sec: None,
-        interval: Duration::from_secs(3600),
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while journal_entries(&ds) > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(journal_entries(&ds), 0);
+    let _scanner = drain_journals(&l, &ds).await;
     assert!(ds[1].join("jbk/k/xl.meta").exists());
     let s = l.heal_status();
     assert_eq!(
@@ -218,15 +225,7 @@ async fn deletes_and_edits_that_missed_a_drive_are_healed_when_it_returns() {
     assert_eq!(l.heal_journal_stats().pending, 3);
 
     faulty[3].set(Fault::None);
-    let _scanner = l.spawn_scanner(ScanOptions {
-        versions_per_sec: None,
-        interval: Duration::from_secs(3600),
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while journal_entries(&ds) > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(journal_entries(&ds), 0);
+    let _scanner = drain_journals(&l, &ds).await;
     // The deleted object's copy and data are gone from the drive.
     assert_eq!(data_dirs("gone"), 0);
     // The edit and the marker reached it.

@@ -229,6 +229,15 @@ fn pick_version(
     })
 }
 
+/// Version `vid` as drive `drive` holds it, if it is an object.
+fn object_version<'m>(
+    metas: &'m [Option<XlMeta<'static>>],
+    drive: usize,
+    vid: &[u8; 16],
+) -> Option<&'m crate::xlmeta::ObjectVersion<'static>> {
+    metas[drive].as_ref()?.find(vid)?.version().as_object()
+}
+
 /// Read quorum of one version: its data shards for objects, half the
 /// set for delete markers.
 fn version_quorum(
@@ -237,11 +246,8 @@ fn version_quorum(
     vid: &[u8; 16],
     n: usize,
 ) -> usize {
-    let k = metas[drive]
-        .as_ref()
-        .and_then(|m| m.find(vid))
-        .and_then(|e| e.version().as_object().map(|o| o.erasure_m))
-        .and_then(|k| usize::try_from(k).ok())
+    let k = object_version(metas, drive, vid)
+        .and_then(|o| usize::try_from(o.erasure_m).ok())
         .filter(|&k| k >= 1 && k <= n);
     k.unwrap_or((n / 2).max(1))
 }
@@ -256,11 +262,13 @@ fn version_write_quorum(
     vid: &[u8; 16],
     n: usize,
 ) -> usize {
-    let shards = metas[drive]
-        .as_ref()
-        .and_then(|m| m.find(vid))
-        .and_then(|e| e.version().as_object().map(|o| (o.erasure_m, o.erasure_n)))
-        .and_then(|(k, m)| Some((usize::try_from(k).ok()?, usize::try_from(m).ok()?)))
+    let shards = object_version(metas, drive, vid)
+        .and_then(|o| {
+            Some((
+                usize::try_from(o.erasure_m).ok()?,
+                usize::try_from(o.erasure_n).ok()?,
+            ))
+        })
         .filter(|&(k, m)| k >= 1 && k + m <= n);
     match shards {
         Some((k, m)) => ErasureSet::write_quorum(k, m),
