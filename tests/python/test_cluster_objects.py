@@ -69,15 +69,25 @@ def wait_serving(c, nodes, bound=30):
                 time.sleep(0.3)
 
 
-def journal_pending(c, i):
-    """Node i's heal journal entries pending, from its metrics."""
+def metric_lines(c, i, name):
+    """Node i's samples of metric `name`: {labels text: value}."""
     code, text = http_get(c.url(i, "/minio/v2/metrics/cluster"))
     if code != 200:
         raise AssertionError(f"metrics of node {i + 1}: {code}")
+    out = {}
     for line in text.decode().splitlines():
-        if line.startswith("tessera_heal_journal_pending "):
-            return int(float(line.split()[1]))
-    raise AssertionError(f"no tessera_heal_journal_pending in node {i + 1}'s metrics")
+        series, _, value = line.rpartition(" ")
+        if series == name or series.startswith(name + "{"):
+            out[series[len(name):]] = int(float(value))
+    return out
+
+
+def journal_pending(c, i):
+    """Node i's heal journal entries pending, from its metrics."""
+    values = metric_lines(c, i, "tessera_heal_journal_pending")
+    if "" not in values:
+        raise AssertionError(f"no tessera_heal_journal_pending in node {i + 1}'s metrics")
+    return values[""]
 
 
 def body(n, seed):
@@ -211,16 +221,17 @@ class AnyNodeServesAnyObject(unittest.TestCase):
             self.assertEqual(listed, set(objects) | set(written_without) | {"versioned"})
         down_for = time.monotonic() - killed
 
-        # Each write that missed node 4's drives is in a heal journal.
+        # Each write that missed node 4's drives is in a heal journal, and
+        # so is the delete (a delete marker: the bucket is versioned).
         journals = [f"{c.root}/n{n}/d{d}/.minio.sys/tessera/heal"
                     for n in range(1, 5) for d in range(1, 5)]
         entries = sum(len(os.listdir(j)) for j in journals if os.path.isdir(j))
-        self.assertEqual(entries, len(written_without), [
+        self.assertEqual(entries, len(written_without) + 1, [
             (j, open(f"{j}/{e}", "rb").read()) for j in journals if os.path.isdir(j)
             for e in os.listdir(j)])
         # ... which the nodes that wrote them show in their metrics.
         pending = [journal_pending(c, i) for i in range(3)]
-        self.assertGreaterEqual(sum(pending), len(written_without), pending)
+        self.assertGreaterEqual(sum(pending), len(written_without) + 1, pending)
 
         # Back: the writes it missed reach its drives, and it serves them.
         c.start(3)
@@ -313,6 +324,13 @@ class AnyNodeServesAnyObject(unittest.TestCase):
             self.assertEqual(h["bytes_done"], sum(v.get("Size", 0) for v in versions), d)
             self.assertNotIn("healing", d)
         self.assertEqual(sorted(status["mrf"]), sorted(c.name(i) for i in range(4)))
+        # Node 3's metrics say the same of its four drives.
+        healed = metric_lines(c, 2, "tessera_replaced_drive_healed_versions")
+        finished = metric_lines(c, 2, "tessera_replaced_drive_heal_finished")
+        self.assertEqual(len(healed), 4, healed)
+        self.assertTrue(all("/n3/" in labels for labels in healed), healed)
+        self.assertEqual(set(healed.values()), {len(versions)})
+        self.assertEqual(set(finished.values()), {1})
         self.assertEqual(status["offline_nodes"], [])
         print(f"\nnode 3 replaced by blank drives: {len(everything)} objects healed onto them "
               f"{refilled_in:.1f} s after its start")

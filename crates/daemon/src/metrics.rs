@@ -126,6 +126,14 @@ pub struct Metrics {
     write_quorum: Gauge,
     read_quorum: Gauge,
     heal_queue: Gauge,
+    journal_healed: Counter,
+    journal_healed_seen: Mutex<u64>,
+    journal_healed_bytes: Counter,
+    journal_healed_bytes_seen: Mutex<u64>,
+    replaced_healed: Family<DriveLabel, Gauge>,
+    replaced_healed_bytes: Family<DriveLabel, Gauge>,
+    replaced_failed: Family<DriveLabel, Gauge>,
+    replaced_finished: Family<DriveLabel, Gauge>,
     heal_journal: Gauge,
     scanner_cycles: Counter,
     scanner_checked: Counter,
@@ -191,6 +199,14 @@ impl Metrics {
             write_quorum: Gauge::default(),
             read_quorum: Gauge::default(),
             heal_queue: Gauge::default(),
+            journal_healed: Counter::default(),
+            journal_healed_seen: Mutex::new(0),
+            journal_healed_bytes: Counter::default(),
+            journal_healed_bytes_seen: Mutex::new(0),
+            replaced_healed: Family::default(),
+            replaced_healed_bytes: Family::default(),
+            replaced_failed: Family::default(),
+            replaced_finished: Family::default(),
             heal_journal: Gauge::default(),
             scanner_cycles: Counter::default(),
             scanner_checked: Counter::default(),
@@ -381,6 +397,36 @@ impl Metrics {
             m.heal_journal.clone(),
         );
         registry.register(
+            "heal_journal_healed_versions",
+            "Versions the heal journal's healer made whole",
+            m.journal_healed.clone(),
+        );
+        registry.register(
+            "heal_journal_healed_bytes",
+            "Bytes (object sizes) of the versions the heal journal's healer made whole",
+            m.journal_healed_bytes.clone(),
+        );
+        registry.register(
+            "replaced_drive_healed_versions",
+            "Versions rebuilt onto a drive replaced by an empty one, since this node formatted it",
+            m.replaced_healed.clone(),
+        );
+        registry.register(
+            "replaced_drive_healed_bytes",
+            "Bytes (object sizes) rebuilt onto a replaced drive",
+            m.replaced_healed_bytes.clone(),
+        );
+        registry.register(
+            "replaced_drive_failed_versions",
+            "Versions that could not be rebuilt onto a replaced drive",
+            m.replaced_failed.clone(),
+        );
+        registry.register(
+            "replaced_drive_heal_finished",
+            "1 once the scanner pass after a drive's replacement has ended",
+            m.replaced_finished.clone(),
+        );
+        registry.register(
             "scanner_cycles",
             "Full passes of the background scanner",
             m.scanner_cycles.clone(),
@@ -538,6 +584,37 @@ impl Metrics {
         self.heal_queue.set(layer.heal_queue_len() as i64);
         self.heal_journal
             .set(i64::try_from(layer.heal_journal_stats().pending).unwrap_or(i64::MAX));
+        let heal = s3_gateway::admin::ServerHeal::of(layer);
+        catch_up(
+            &self.journal_healed,
+            &self.journal_healed_seen,
+            heal.mrf.items_healed,
+        );
+        catch_up(
+            &self.journal_healed_bytes,
+            &self.journal_healed_bytes_seen,
+            heal.mrf.bytes_healed,
+        );
+        for d in &heal.drives {
+            let label = DriveLabel {
+                drive: d.endpoint.clone(),
+                pool: d.pool_index as u64,
+                set: d.set_index as u64,
+            };
+            let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            self.replaced_healed
+                .get_or_create(&label)
+                .set(clamp(d.items_healed));
+            self.replaced_healed_bytes
+                .get_or_create(&label)
+                .set(clamp(d.bytes_done));
+            self.replaced_failed
+                .get_or_create(&label)
+                .set(clamp(d.items_failed));
+            self.replaced_finished
+                .get_or_create(&label)
+                .set(i64::from(d.finished));
+        }
         if let Some(scanner) = scanner {
             let p = scanner.progress();
             let mut seen = self.scanner_seen.lock().unwrap_or_else(|e| e.into_inner());

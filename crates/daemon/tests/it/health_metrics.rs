@@ -88,6 +88,7 @@ async fn health_follows_the_drives_and_metrics_count_requests() {
             r#"tessera_drives{state="offline"} 0"#,
             "tessera_cluster_write_quorum 1",
             "tessera_heal_queue_length 0",
+            "tessera_heal_journal_healed_versions_total 0",
             "tessera_scanner_checked_versions_total",
             "tessera_http_connections_open",
         ] {
