@@ -20,6 +20,11 @@ credentials.
   the same shapes through its four nodes, and stops; MinIO starts on those
   drives, lists and serves every object bit for bit, and HEAD shows the
   size, ETag and metadata Tessera gave.
+- Tessera to MinIO with two erasure sets: eight drives per node, 32
+  endpoints, two sets of 16 (MinIO's legacy style puts nodes 1 and 2 in
+  the first, 3 and 4 in the second). The objects, and 24 more small ones,
+  land in both sets, each in the set MinIO's key hash gives it: MinIO
+  finds every one.
 
 The MinIO binary comes from TESSERA_MINIO (`cargo xtask ci` exports it),
 else target/tools/bin/minio; without it the test fails, it never skips.
@@ -127,9 +132,9 @@ def free_port_on(address):
         return s.getsockname()[1]
 
 
-def on_address(c, address):
-    """Cluster `c` moved to `address`: its nodes listen there, and its
-    endpoints name it, as MinIO needs them."""
+def on_address(c, address, drives=4):
+    """Cluster `c` (of `drives` drives per node) moved to `address`: its
+    nodes listen there, and its endpoints name it, as MinIO needs them."""
     c.ports = []
     while len(c.ports) < 4:
         p = free_port_on(address)
@@ -140,14 +145,14 @@ def on_address(c, address):
     c.endpoints = [
         f"http://{address}:{port}{c.root}/n{n}/d{d}"
         for n, port in enumerate(c.ports, 1)
-        for d in range(1, 5)
+        for d in range(1, drives + 1)
     ]
     return c
 
 
 class MinioNodes:
     """`minio server` on the cluster's addresses, ports and drives: one
-    process per node, each given all sixteen endpoints. Logs go to
+    process per node, each given all the endpoints. Logs go to
     minio{N}.log in the cluster's root; each node has its own HOME (MinIO
     keeps its certificates directory there)."""
 
@@ -351,12 +356,12 @@ def check_objects(test, clients, expected, who):
 
 
 class ClusterMinio(unittest.TestCase):
-    def deployment(self):
+    def deployment(self, drives=4):
         """A Tessera cluster and MinIO nodes on one set of drives and
-        endpoints; each stops in cleanup (MinIO first, then Tessera, whose
-        cleanup removes the drives)."""
+        endpoints (`drives` per node); each stops in cleanup (MinIO first,
+        then Tessera, whose cleanup removes the drives)."""
         address = private_address(self)
-        c = on_address(Cluster(), address)
+        c = on_address(Cluster(drives=drives), address, drives)
         self.addCleanup(c.cleanup)
         m = MinioNodes(c)
         self.addCleanup(m.stop)
@@ -416,6 +421,36 @@ class ClusterMinio(unittest.TestCase):
         m.wait_ready()
         m.wait_readable("one-byte")
         check_objects(self, s3_clients(c, range(4)), expected, "minio")
+
+    def test_tessera_writes_minio_reads_two_sets(self):
+        c, m = self.deployment(drives=8)
+        for i in range(4):
+            c.start(i)
+        clients = self.tessera_ready(c, range(4))
+        expected = write_objects(self, clients)
+        for i in range(24):
+            key = f"spread/{i}"
+            data = body(key, 1, 100 + i)
+            through = list(clients.values())
+            etag = through[i % 4].put_object(Bucket=BUCKET, Key=key, Body=data)["ETag"]
+            shown = through[0].head_object(Bucket=BUCKET, Key=key)["ContentType"]
+            expected[key] = (len(data), hashlib.md5(data).hexdigest(), etag, {}, shown)
+        c.stop_all()
+        # Each key is on the drives of one set: nodes 1-2 or nodes 3-4.
+        in_set = [
+            {k for k in expected
+             if os.path.exists(f"{c.root}/n{first}/d1/{BUCKET}/{k}/xl.meta")}
+            for first in (1, 3)
+        ]
+        self.assertEqual(in_set[0] | in_set[1], set(expected))
+        self.assertEqual(in_set[0] & in_set[1], set())
+        self.assertTrue(in_set[0] and in_set[1], in_set)
+
+        m.start()
+        m.wait_ready()
+        m.wait_readable("one-byte")
+        check_objects(self, s3_clients(c, range(4)), expected, "minio")
+        print(f"\ntwo sets: {len(in_set[0])} and {len(in_set[1])} objects, all read by minio")
 
 
 if __name__ == "__main__":
