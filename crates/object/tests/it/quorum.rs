@@ -109,3 +109,44 @@ async fn a_metadata_edit_short_of_its_quorum_is_put_back() {
         Some("v=1")
     );
 }
+
+/// A heal removes the copies of a version only when fewer drives hold it
+/// than its read quorum (its data cannot be read back: a failed write's or
+/// a missed delete's leftovers). Copies on enough drives that disagree (an
+/// edit cut short by a crash, neither group reaching the quorum) are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_that_disagree_on_enough_drives_are_not_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = dirs(tmp.path(), 8);
+    let opts = object::layer::LayerOptions {
+        parity: Some(2),
+        ..Default::default()
+    };
+    let l = object::layer::ObjectLayer::open_dirs(&ds, opts)
+        .await
+        .unwrap();
+    l.make_bucket("qdb").await.unwrap();
+    put(&l, "qdb", "k", &data(300_000, 5)).await;
+    // Three of eight drives took an edit, five kept the old copy: neither
+    // reaches the read quorum of 6.
+    for d in &ds[..3] {
+        let path = d.join("qdb/k/xl.meta");
+        let bytes = std::fs::read(&path).unwrap();
+        let mut m = object::xlmeta::XlMeta::decode(&bytes).unwrap().into_owned();
+        m.update_version(&[0; 16], |v| {
+            if let Some(o) = v.as_object_mut() {
+                o.set_user("X-Amz-Tagging", "cut=short");
+            }
+        })
+        .unwrap();
+        std::fs::write(&path, m.encode().unwrap()).unwrap();
+    }
+    assert!(get(&l, "qdb", "k").await.is_err());
+    let h = l
+        .heal_object("qdb", "k", Some(object::layer::VersionSel::Null))
+        .await;
+    assert!(matches!(&h, Err(e) if e.is_not_found()), "{h:?}");
+    for d in &ds {
+        assert!(d.join("qdb/k/xl.meta").exists(), "{}", d.display());
+    }
+}

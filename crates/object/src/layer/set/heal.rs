@@ -47,10 +47,9 @@ impl ErasureSet {
         let dir = object_dir(key);
         let n = self.drives.len();
         let metas = self.read_metas(bucket, &dir).await;
-        // The drives holding copies of the version asked for, and whether
-        // every drive answered: copies no quorum agrees on while every
-        // drive answers are what a write that failed, or a delete that
-        // missed drives, left behind.
+        // The drives holding copies of the version asked for: fewer than
+        // its read quorum while every drive answers are what a write that
+        // failed, or a delete that missed drives, left behind.
         let asked = version.map(|v| v.bytes());
         let holders: Vec<usize> = (0..n)
             .filter(|&d| {
@@ -58,8 +57,15 @@ impl ErasureSet {
                 asked.is_some_and(|v| meta.is_some_and(|m| m.find(&v).is_some()))
             })
             .collect();
-        let all_answered = metas.errors == 0;
-        let kept = (!holders.is_empty() && all_answered).then(|| metas.metas.clone());
+        // Fewer holders than the version's read quorum, whatever their
+        // copies say: its data cannot be read back, and the copies are
+        // leftovers. With as many holders, copies that disagree (an edit
+        // cut short) are kept for a heal that can tell them apart.
+        let dangling = holders.first().is_some_and(|&d| {
+            let vid = asked.unwrap_or_default();
+            holders.len() < super::quorum::version_quorum(&metas.metas, d, &vid, n)
+        });
+        let kept = (dangling && metas.errors == 0).then(|| metas.metas.clone());
         let r = match self.resolve(bucket, key, metas, version) {
             Ok(r) => r,
             Err(e) if e.is_not_found() => {

@@ -240,7 +240,7 @@ fn object_version<'m>(
 
 /// Read quorum of one version: its data shards for objects, half the
 /// set for delete markers.
-fn version_quorum(
+pub(super) fn version_quorum(
     metas: &[Option<XlMeta<'static>>],
     drive: usize,
     vid: &[u8; 16],
