@@ -25,40 +25,44 @@ async fn a_read_never_answers_a_version_older_than_an_acknowledged_one() {
     // Drive 3 returns before it is healed; drives 1 and 2 fail. Drives 0
     // and 3 both hold v1 (its read quorum), drive 0 alone holds v2.
     faulty[3].set(Fault::None);
-    faulty[1].set(Fault::Fail);
-    faulty[2].set(Fault::Fail);
-    let head = l.head_object("qvb", "k", None).await;
+    let head = {
+        faulty[1].set(Fault::Fail);
+        faulty[2].set(Fault::Fail);
+        l.head_object("qvb", "k", None).await
+    };
     assert!(matches!(head, Err(Error::ReadQuorum { .. })), "{head:?}");
-    let got = get(&l, "qvb", "k").await;
-    assert!(
-        matches!(got, Err(Error::ReadQuorum { .. })),
-        "{:?}",
-        got.map(|b| b.len())
-    );
-    // The drives return: v2, as acknowledged.
-    faulty[1].set(Fault::None);
-    faulty[2].set(Fault::None);
-    assert_eq!(get(&l, "qvb", "k").await.unwrap(), new);
+    // ... and the drives return: v2, as acknowledged.
+    unsure_then(&l, &faulty, "k", &new).await;
 
     // The same for a delete: the key's absence (a delete marker every
     // drive took) is not answered once a newer write may be complete.
-    l.delete_object("qvb", "gone", None).await.ok();
     put(&l, "qvb", "back", &old).await;
     l.delete_object("qvb", "back", None).await.unwrap();
     faulty[3].set(Fault::Fail);
     put(&l, "qvb", "back", &new).await;
     faulty[3].set(Fault::None);
+    unsure_then(&l, &faulty, "back", &new).await;
+}
+
+/// With drives 1 and 2 failing, a GET of `key` is a read-quorum error;
+/// once they return, it reads `want`.
+async fn unsure_then(
+    l: &object::layer::ObjectLayer,
+    faulty: &[std::sync::Arc<crate::support::faulty::FaultyDrive>],
+    key: &str,
+    want: &[u8],
+) {
     faulty[1].set(Fault::Fail);
     faulty[2].set(Fault::Fail);
-    let got = get(&l, "qvb", "back").await;
+    let got = get(l, "qvb", key).await;
     assert!(
         matches!(got, Err(Error::ReadQuorum { .. })),
-        "{:?}",
+        "{key}: {:?}",
         got.map(|b| b.len())
     );
     faulty[1].set(Fault::None);
     faulty[2].set(Fault::None);
-    assert_eq!(get(&l, "qvb", "back").await.unwrap(), new);
+    assert_eq!(get(l, "qvb", key).await.unwrap(), want);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
