@@ -6,7 +6,7 @@ use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use super::commit::{join_drives, remove_data_dir};
-use super::quorum::{check_version_removed, check_write_quorum, metadata_quorum};
+use super::quorum::{check_version_removed, check_write_quorum, holders_of, metadata_quorum};
 use super::*;
 use crate::layer::names::object_dir;
 use crate::xlmeta::{DeleteMarker, Version, VersionKind, XlMeta};
@@ -92,13 +92,7 @@ impl ErasureSet {
         };
         let vid = sel.bytes();
         let is_dm = matches!(resolved.version.kind, VersionKind::DeleteMarker(_));
-        let holders: Vec<usize> = (0..n)
-            .filter(|&d| {
-                resolved.metas[d]
-                    .as_ref()
-                    .is_some_and(|m| m.find(&vid).is_some())
-            })
-            .collect();
+        let holders = holders_of(&resolved.metas, &vid);
         let removed = self
             .remove_copies(bucket, &dir, &vid, &resolved.metas, &holders)
             .await;

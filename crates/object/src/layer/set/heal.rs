@@ -51,18 +51,12 @@ impl ErasureSet {
         // its read quorum while every drive answers are what a write that
         // failed, or a delete that missed drives, left behind.
         let asked = version.map(|v| v.bytes());
-        let holders: Vec<usize> = (0..n)
-            .filter(|&d| {
-                let meta = metas.metas[d].as_ref();
-                asked.is_some_and(|v| meta.is_some_and(|m| m.find(&v).is_some()))
-            })
-            .collect();
+        let holders = asked.map_or_else(Vec::new, |v| super::quorum::holders_of(&metas.metas, &v));
         // Fewer holders than the version's read quorum, whatever their
         // copies say: its data cannot be read back, and the copies are
         // leftovers. With as many holders, copies that disagree (an edit
         // cut short) are kept for a heal that can tell them apart.
-        let dangling = holders.first().is_some_and(|&d| {
-            let vid = asked.unwrap_or_default();
+        let dangling = asked.zip(holders.first()).is_some_and(|(vid, &d)| {
             holders.len() < super::quorum::version_quorum(&metas.metas, d, &vid, n)
         });
         let kept = (dangling && metas.errors == 0).then(|| metas.metas.clone());

@@ -13,7 +13,7 @@ use super::super::join::join_all;
 use super::{ErasureSet, MAX_XL_META, XL_META};
 use crate::layer::error::{Error, Result};
 use crate::layer::types::VersionSel;
-use crate::xlmeta::{Version, XlMeta};
+use crate::xlmeta::{ObjectVersion, Version, XlMeta};
 
 /// What reading the metadata of one object on every drive gave.
 pub(crate) struct Metas {
@@ -234,7 +234,7 @@ fn object_version<'m>(
     metas: &'m [Option<XlMeta<'static>>],
     drive: usize,
     vid: &[u8; 16],
-) -> Option<&'m crate::xlmeta::ObjectVersion<'static>> {
+) -> Option<&'m ObjectVersion<'static>> {
     metas[drive].as_ref()?.find(vid)?.version().as_object()
 }
 
@@ -252,17 +252,23 @@ pub(super) fn version_quorum(
     k.unwrap_or((n / 2).max(1))
 }
 
-/// Write quorum of one version: what a write of it needed before it was
-/// acknowledged. For objects, that of its data and parity shards
-/// ([`ErasureSet::write_quorum`]); a majority of the set for delete
-/// markers and the rest ([`metadata_quorum`]).
+/// Write quorum of one version as drive `drive` holds it ([`write_quorum_of`]).
 fn version_write_quorum(
     metas: &[Option<XlMeta<'static>>],
     drive: usize,
     vid: &[u8; 16],
     n: usize,
 ) -> usize {
-    let shards = object_version(metas, drive, vid)
+    write_quorum_of(object_version(metas, drive, vid), n)
+}
+
+/// Write quorum of a version in a set of `n` drives: what a write of it
+/// needed before it was acknowledged. For an object (`Some`), that of its
+/// data and parity shards ([`ErasureSet::write_quorum`]); a majority of the
+/// set for delete markers and the rest, and for an object whose shards the
+/// set cannot hold ([`metadata_quorum`]).
+pub(super) fn write_quorum_of(object: Option<&ObjectVersion<'_>>, n: usize) -> usize {
+    let shards = object
         .and_then(|o| {
             Some((
                 usize::try_from(o.erasure_m).ok()?,
@@ -274,6 +280,14 @@ fn version_write_quorum(
         Some((k, m)) => ErasureSet::write_quorum(k, m),
         None => metadata_quorum(n),
     }
+}
+
+/// The drives of `metas` holding a copy of version `vid`, whatever the
+/// copy says.
+pub(super) fn holders_of(metas: &[Option<XlMeta<'static>>], vid: &[u8; 16]) -> Vec<usize> {
+    (0..metas.len())
+        .filter(|&d| metas[d].as_ref().is_some_and(|m| m.find(vid).is_some()))
+        .collect()
 }
 
 /// The latest version a read quorum of the `n` drives agrees on.

@@ -4,8 +4,9 @@
 
 use tokio::task::JoinSet;
 
+use super::commit::join_drives;
 use super::get::delete_marker_error;
-use super::quorum::{check_write_quorum, metadata_quorum};
+use super::quorum::{check_write_quorum, write_quorum_of};
 use super::*;
 use crate::layer::names::object_dir;
 use crate::xlmeta::{Version, VersionKind};
@@ -40,17 +41,7 @@ impl ErasureSet {
         // changes), so it needs the write quorum the version's own write
         // needed: fewer would leave neither the old nor the new copies
         // readable.
-        let quorum = match &resolved.version.kind {
-            VersionKind::Object(o) => {
-                match (usize::try_from(o.erasure_m), usize::try_from(o.erasure_n)) {
-                    (Ok(k), Ok(m)) if k >= 1 && k + m <= self.drives.len() => {
-                        Self::write_quorum(k, m)
-                    }
-                    _ => metadata_quorum(self.drives.len()),
-                }
-            }
-            _ => metadata_quorum(self.drives.len()),
-        };
+        let quorum = write_quorum_of(resolved.version.as_object(), self.drives.len());
         let path = format!("{dir}/{XL_META}");
         let mut set = JoinSet::new();
         for (d, drive) in self.drives.iter().enumerate() {
@@ -63,18 +54,12 @@ impl ErasureSet {
             meta.update_version(&vid, apply)?;
             let bytes = meta.encode()?;
             let (drive, bucket, path) = (drive.clone(), bucket.to_owned(), path.clone());
-            set.spawn(async move { (d, drive.write_all(&bucket, &path, bytes).await) });
+            set.spawn(async move {
+                let r = drive.write_all(&bucket, &path, bytes).await;
+                (d, r.map_err(Error::from))
+            });
         }
-        let mut done = Vec::new();
-        while let Some(r) = set.join_next().await {
-            match r {
-                Ok((d, Ok(()))) => done.push(d),
-                Ok((d, Err(e))) => {
-                    tracing::debug!(drive = %self.drives[d].label(), "tag update failed: {e}")
-                }
-                Err(_) => {}
-            }
-        }
+        let done = join_drives(&mut set).await;
         if let Err(e) = check_write_quorum(done.len(), quorum) {
             // Put the drives that took the edit back as they were, so the
             // version keeps the copies it had.
@@ -93,7 +78,6 @@ impl ErasureSet {
         if done.len() < self.drives.len() {
             // Drives that missed the edit, or the version, get it from the
             // journal's healer.
-            done.sort_unstable();
             self.journal_missed(bucket, &dir, vid, &done).await;
         }
         Ok(object_info(bucket, key, &updated, resolved.is_latest))
