@@ -79,7 +79,7 @@ impl HealTrack {
         });
     }
 
-    /// Counts a heal of a version of `bytes` in set `set`.
+    /// Counts heal `r` of a version in set `set` on the tracked drives.
     pub(crate) fn healed(&self, set: usize, r: &HealResult) {
         let mut s = self.lock();
         if s.drives.is_empty() {
