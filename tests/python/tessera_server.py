@@ -185,11 +185,13 @@ class ServerTestCase(unittest.TestCase):
     as a failure of the test that caused it, with the server's log."""
 
     server = None
+    # Extra environment of the class's server.
+    server_env = None
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.server = TesseraServer().start()
+        cls.server = TesseraServer(env=cls.server_env).start()
         cls.endpoint = cls.server.endpoint
 
     @classmethod

@@ -224,10 +224,10 @@ class UploadPartCopyFromVersion(ServerTestCase):
 
 class AdminApi(ServerTestCase):
     PATHS = [
-        ("GET", "/minio/admin/v3/list-users", ""),
-        ("PUT", "/minio/admin/v3/add-user", "accessKey=x"),
+        ("GET", "/minio/admin/v3/list-service-accounts", ""),
+        ("PUT", "/minio/admin/v3/add-service-account", ""),
         ("POST", "/minio/admin/v3/service", "action=restart"),
-        ("DELETE", "/minio/admin/v3/remove-user", "accessKey=x"),
+        ("DELETE", "/minio/admin/v3/delete-service-account", "accessKey=x"),
         ("HEAD", "/minio/admin/v3/info", ""),
         ("GET", "/minio/admin", ""),
     ]
@@ -243,6 +243,37 @@ class AdminApi(ServerTestCase):
                         message = ET.fromstring(r.body).findtext("Message")
                         self.assertIn("MinIO admin API", message)
                         self.assertIn(path, message)
+
+    # The IAM calls, with what each lacks when sent bare.
+    IAM_PATHS = [
+        ("GET", "/minio/admin/v3/list-users", ""),
+        ("PUT", "/minio/admin/v3/add-user", "accessKey=x"),
+        ("PUT", "/minio/admin/v3/add-user", ""),
+        ("DELETE", "/minio/admin/v3/remove-user", "accessKey=nobody-such"),
+        ("GET", "/minio/admin/v3/user-info", ""),
+        ("PUT", "/minio/admin/v3/set-user-status", "accessKey=x&status=maybe"),
+        ("PUT", "/minio/admin/v3/add-canned-policy", "name=p"),
+        ("GET", "/minio/admin/v3/info-canned-policy", "name=nothing-such"),
+        ("POST", "/minio/admin/v3/idp/builtin/policy/attach", ""),
+        ("PUT", "/minio/admin/v3/update-group-members", ""),
+        ("GET", "/minio/admin/v3/group", "group=none-such"),
+        ("PUT", "/minio/admin/v3/set-group-status", "group=g&status=enabled"),
+    ]
+
+    def test_iam_calls_refuse_bad_input_with_4xx(self):
+        """Unsigned: 403. Signed by the root user, with no or an
+        undecryptable body or unknown names: a 4xx naming the problem,
+        never a 5xx."""
+        for method, path, query in self.IAM_PATHS:
+            with self.subTest(method=method, path=path, query=query):
+                r = raw_request(self.endpoint, method, path, query, sign=False)
+                self.assertEqual((r.status, code_of(r.body)), (403, "AccessDenied"), r)
+                r = raw_request(self.endpoint, method, path, query, body=b"\x00garbage")
+                if path.endswith("/list-users"):
+                    # Takes no body: the (sealed) list of no users.
+                    self.assertEqual(r.status, 200, r)
+                else:
+                    self.assertTrue(400 <= r.status < 500, r)
 
     def test_admin_api_with_a_credential_of_another_form(self):
         """What `mc admin` sends: SigV4 with a scope that names no region;

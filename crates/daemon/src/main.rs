@@ -197,6 +197,11 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         gateway_config(&cfg, tls.is_some(), assumed, available),
     )
     .with_observer(metrics.clone());
+    if let Err(e) = gateway.load_iam().await {
+        tracing::warn!(
+            "reading the IAM documents: {e}; only the root user is served until they read"
+        );
+    }
     let scanner = layer.spawn_scanner(cfg.scanner.clone());
     let app = Arc::new(App {
         gateway,

@@ -208,28 +208,38 @@ async fn sniff(stream: &TcpStream, timeout: Duration) -> Option<bool> {
     }
 }
 
-/// Serves HTTP/2 or HTTP/1.1 on `io`. `splice`: the connection's queue of
-/// frames to send from pipes, if it has one. `large_writes`: whether `io`
-/// reads at most [`s3_gateway::splice::MAX_READ`] at once, so that hyper
-/// may queue up to [`s3_gateway::splice::WRITE_BUFFER`] for one write
-/// without growing its read buffer as well.
-async fn serve_io<I>(
-    io: I,
+/// How a connection is served.
+struct Link {
+    /// What requests learn of the connection (peer, TLS).
+    conn: s3_gateway::ConnInfo,
+    /// HTTP/2 rather than HTTP/1.1.
     h2: bool,
+    /// The connection's queue of frames to send from pipes, if it has one.
     splice: Option<Arc<SpliceQueue>>,
+    /// Whether `io` reads at most [`s3_gateway::splice::MAX_READ`] at once,
+    /// so that hyper may queue up to [`s3_gateway::splice::WRITE_BUFFER`]
+    /// for one write without growing its read buffer as well.
     large_writes: bool,
-    app: Arc<App>,
-    opts: &ServeOptions,
-    watcher: Watcher,
-) where
+}
+
+/// Serves HTTP/2 or HTTP/1.1 on `io`, as `link` says.
+async fn serve_io<I>(io: I, link: Link, app: Arc<App>, opts: &ServeOptions, watcher: Watcher)
+where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let Link {
+        conn,
+        h2,
+        splice,
+        large_writes,
+    } = link;
     let send_timeout = opts.send_timeout;
     let svc = service_fn(move |mut req: Request<Incoming>| {
         let app = app.clone();
         if let Some(q) = &splice {
             req.extensions_mut().insert(Arc::clone(q));
         }
+        req.extensions_mut().insert(conn);
         async move {
             let response = app.handle(req).await;
             // HTTP/2 multiplexes streams on one socket: a stream without
@@ -301,21 +311,40 @@ async fn serve_conn(
                 }
             };
         let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-        serve_io(stream, h2, None, false, app, &opts, watcher).await;
+        let link = Link {
+            conn: s3_gateway::ConnInfo { peer, tls: true },
+            h2,
+            splice: None,
+            large_writes: false,
+        };
+        serve_io(stream, link, app, &opts, watcher).await;
     } else {
         let Some(h2) = sniff(&stream, opts.read_header_timeout).await else {
             tracing::debug!(%peer, "no request before the header timeout");
             return;
         };
+        let conn = s3_gateway::ConnInfo { peer, tls: false };
         if h2 {
-            serve_io(stream, true, None, false, app, &opts, watcher).await;
+            let link = Link {
+                conn,
+                h2: true,
+                splice: None,
+                large_writes: false,
+            };
+            serve_io(stream, link, app, &opts, watcher).await;
         } else {
             // HTTP/1.1 in the clear: large writes, reads of the usual size,
             // and with TESSERA_SPLICE_GET=on, response bytes that wait in
             // pipes sent from them (s3_gateway::splice).
             let splice = opts.splice.then(SpliceQueue::new);
             let io = PlainIo::new(stream, splice.clone());
-            serve_io(io, false, splice, true, app, &opts, watcher).await;
+            let link = Link {
+                conn,
+                h2: false,
+                splice,
+                large_writes: true,
+            };
+            serve_io(io, link, app, &opts, watcher).await;
         }
     }
 }

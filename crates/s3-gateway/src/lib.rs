@@ -19,6 +19,7 @@
 pub mod admin;
 mod admission;
 pub mod auth;
+mod authz;
 mod body;
 mod checksum;
 mod checksum_mpu;
@@ -27,7 +28,9 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handlers;
+pub mod iam;
 mod rfc2047;
+pub mod router;
 mod service;
 pub mod splice;
 mod time;
@@ -37,6 +40,6 @@ pub use admission::AdmissionStats;
 pub use encryption::EncryptionConfig;
 pub use error::S3Error;
 pub use service::{
-    Gateway, GatewayConfig, GatewayLimits, RequestObserver, RequestRecord, ResponseBody,
+    ConnInfo, Gateway, GatewayConfig, GatewayLimits, RequestObserver, RequestRecord, ResponseBody,
     error_document,
 };

@@ -119,6 +119,18 @@ impl Default for GatewayLimits {
     }
 }
 
+/// What the server knows of a request's connection, handed to the
+/// gateway as a request extension: the `aws:SourceIp` and
+/// `aws:SecureTransport` of policy conditions. (Forwarding headers such as
+/// `X-Forwarded-For` are not trusted: any client can send them.)
+#[derive(Debug, Clone, Copy)]
+pub struct ConnInfo {
+    /// The peer's address.
+    pub peer: std::net::SocketAddr,
+    /// Whether the connection is TLS.
+    pub tls: bool,
+}
+
 /// What one request did, for metrics and access logs.
 #[derive(Debug, Clone)]
 pub struct RequestRecord<'a> {
@@ -150,7 +162,13 @@ pub trait RequestObserver: Send + Sync {
 pub struct Gateway {
     pub(crate) layer: Arc<ObjectLayer>,
     pub(crate) config: GatewayConfig,
-    verifier: Verifier<StaticCredentials>,
+    verifier: Verifier<crate::iam::GatewayCredentials>,
+    /// The admin API's verifier: the same keys, MinIO's admin scope.
+    pub(crate) admin_verifier: Verifier<crate::iam::GatewayCredentials>,
+    /// Users, groups and policies.
+    pub(crate) iam: Arc<crate::iam::Iam>,
+    /// Bucket policies, parsed.
+    pub(crate) bucket_policies: crate::authz::BucketPolicies,
     observer: Option<Arc<dyn RequestObserver>>,
     admission: Admission,
     /// The share of unauthenticated browser POST forms.
@@ -184,6 +202,8 @@ pub(crate) struct Ctx<B> {
     pub bytes_in: u64,
     /// The request's admission slot, handed to its response body.
     pub slot: Option<Slot>,
+    /// Who the request acts as, once authorised.
+    pub requester: crate::authz::Requester,
 }
 
 impl<B> Ctx<B> {
@@ -226,7 +246,10 @@ impl<B> Ctx<B> {
 impl Gateway {
     /// A gateway serving `layer`.
     pub fn new(layer: Arc<ObjectLayer>, config: GatewayConfig) -> Gateway {
-        let creds = static_credentials(&config.credentials);
+        let iam = crate::iam::Iam::new(Arc::clone(&layer), &config.credentials);
+        let creds = crate::iam::GatewayCredentials {
+            iam: Arc::clone(&iam),
+        };
         let auth = AuthConfig {
             region: config.region.clone(),
             sigv2: config.sigv2,
@@ -235,6 +258,19 @@ impl Gateway {
         Gateway {
             layer,
             verifier: Verifier::new(auth, creds),
+            admin_verifier: Verifier::new(
+                AuthConfig {
+                    region: config.region.clone(),
+                    sigv2: false,
+                    accept_empty_region: true,
+                    ..AuthConfig::default()
+                },
+                crate::iam::GatewayCredentials {
+                    iam: Arc::clone(&iam),
+                },
+            ),
+            iam,
+            bucket_policies: crate::authz::BucketPolicies::default(),
             admission: Admission::new(config.limits.max_requests, config.limits.request_wait),
             post_admission: Admission::new(post_forms_bound(&config.limits), Duration::ZERO),
             admin_auth: crate::admin::AdminAuth::new(&config.region, &config.credentials),
@@ -250,8 +286,32 @@ impl Gateway {
         self
     }
 
-    pub(crate) fn credentials(&self) -> &StaticCredentials {
+    pub(crate) fn credentials(&self) -> &crate::iam::GatewayCredentials {
         self.verifier.credentials()
+    }
+
+    /// Reads the users, groups and policies stored on the drives (the
+    /// gateway serves the root user only until this is done). When they
+    /// cannot be read, a task tries again every few seconds until they
+    /// are, and the error is returned.
+    pub async fn load_iam(&self) -> Result<(), String> {
+        let Err(e) = self.iam.reload().await else {
+            return Ok(());
+        };
+        let iam = Arc::clone(&self.iam);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                match iam.reload().await {
+                    Ok(()) => {
+                        tracing::info!("IAM documents read");
+                        break;
+                    }
+                    Err(e) => tracing::debug!("IAM documents still unreadable: {e}"),
+                }
+            }
+        });
+        Err(e.to_string())
     }
 
     /// The object layer served.
@@ -292,6 +352,7 @@ impl Gateway {
             api: "Unknown",
             bytes_in: 0,
             slot: None,
+            requester: crate::authz::Requester::Anonymous,
         };
         let head = ctx.parts.method == Method::HEAD;
         let mut resp = match self.serve(&mut ctx).await {
@@ -365,38 +426,48 @@ impl Gateway {
             return self.serve_admin(ctx, call).await;
         }
         self.route(ctx)?;
+        let boundary =
+            (ctx.parts.method == Method::POST && ctx.bucket.is_some() && ctx.key.is_none())
+                .then(|| {
+                    ctx.header("content-type")
+                        .and_then(crate::handlers::post_boundary)
+                })
+                .flatten();
+        let op = crate::router::resolve(&crate::router::RequestView {
+            method: &ctx.parts.method,
+            has_bucket: ctx.bucket.is_some(),
+            has_key: ctx.key.is_some(),
+            query: &ctx.query,
+            copy_source: ctx.parts.headers.contains_key("x-amz-copy-source"),
+            form_upload: boundary.is_some(),
+        })?;
+        ctx.api = op.name();
         // Browser uploads carry their signature in the form, not the head:
         // the form is read in the small share of unauthenticated forms
         // (refused at once when it is full), and the upload takes a slot of
         // the server's bound once the form's signature holds.
-        if ctx.parts.method == Method::POST
-            && ctx.bucket.is_some()
-            && ctx.key.is_none()
-            && let Some(b) = ctx
-                .header("content-type")
-                .and_then(crate::handlers::post_boundary)
-        {
-            ctx.api = "PostObject";
+        if let Some(b) = boundary {
             let _form_slot = self.post_admission.admit().await?;
             return crate::handlers::post_object(self, ctx, b).await;
         }
         // Before the body is read or the signature checked: both cost
         // memory and CPU that the bound is there to limit.
         ctx.slot = Some(self.admission.admit().await?);
-        match self
+        let who = match self
             .verifier
             .authenticate((&ctx.parts).into(), SystemTime::now())?
         {
-            Authentication::Anonymous => {
-                // No bucket policies yet: anonymous requests are refused.
-                return Err(S3Error::new("AccessDenied"));
-            }
+            Authentication::Anonymous => crate::authz::Requester::Anonymous,
             Authentication::Signed(v) => {
-                ctx.access_key = v.access_key;
                 ctx.payload = Some(v.payload);
+                let who = crate::authz::requester_of(self, &v.access_key)?;
+                ctx.access_key = v.access_key;
+                who
             }
-        }
-        handlers::dispatch(self, ctx).await
+        };
+        crate::authz::authorize(self, ctx, op, &who).await?;
+        ctx.requester = who;
+        handlers::dispatch(self, ctx, op).await
     }
 
     fn check_headers<B>(&self, ctx: &Ctx<B>) -> Result<(), S3Error> {
@@ -491,7 +562,7 @@ pub(crate) fn static_credentials(pairs: &[(String, String)]) -> StaticCredential
 
 /// Decodes a query string (`+` is a space, as Go's `url.ParseQuery`, which
 /// MinIO uses, reads it).
-fn parse_query(raw: &str) -> Result<Vec<(String, String)>, S3Error> {
+pub(crate) fn parse_query(raw: &str) -> Result<Vec<(String, String)>, S3Error> {
     let mut out = Vec::new();
     for seg in raw.split('&').filter(|s| !s.is_empty()) {
         if out.len() >= 1000 {

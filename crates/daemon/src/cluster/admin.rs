@@ -75,6 +75,10 @@ impl Admin {
         let refuse = |e: &S3Error| s3_gateway::error_document(e, &path, head).map(|b| b.boxed());
         match call {
             AdminCall::Unsupported(e) => refuse(&e),
+            // Routed to the gateway before this (`Node::route`).
+            AdminCall::Iam(_) => refuse(&S3Error::internal(
+                "an IAM call reached the cluster's admin",
+            )),
             AdminCall::ServerInfo | AdminCall::HealStatus => {
                 let (parts, body) = req.into_parts();
                 let body = match Limited::new(body, MAX_BODY).collect().await {

@@ -479,7 +479,12 @@ impl Node {
                 text,
             );
         }
-        if let Some(call) = s3_gateway::admin::route(&method, &path) {
+        // The IAM calls go to the gateway, which serves them for the whole
+        // cluster (the documents are on the shared drives, changes are
+        // announced through raft).
+        if let Some(call) = s3_gateway::admin::route(&method, &path)
+            && !matches!(call, s3_gateway::admin::AdminCall::Iam(_))
+        {
             let deployment = self
                 .deployment
                 .lock()
@@ -954,6 +959,11 @@ pub async fn run(
         crate::gateway_config(cfg, tls.is_some(), assumed, available),
     )
     .with_observer(metrics.clone());
+    if let Err(e) = gateway.load_iam().await {
+        tracing::warn!(
+            "reading the IAM documents: {e}; only the root user is served until they read"
+        );
+    }
     let _ = node.gateway.set(gateway);
     let _ = node.admin.layer.set(Arc::clone(&layer));
     let _ = node.serving.set(Serving {

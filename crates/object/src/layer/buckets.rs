@@ -68,7 +68,7 @@ impl ObjectLayer {
     }
 
     /// Tells the bucket hook, if there is one, and waits for it.
-    async fn announce(&self, bucket: &str, change: BucketChange) {
+    pub(super) async fn announce(&self, bucket: &str, change: BucketChange) {
         if let Some(hook) = &self.bucket_hook {
             (hook.0)(bucket.to_owned(), change).await;
         }
@@ -246,6 +246,7 @@ impl ObjectLayer {
                 let d = match kind {
                     BucketConfig::Encryption => &m.encryption_config_xml,
                     BucketConfig::Tagging => &m.tagging_config_xml,
+                    BucketConfig::Policy => &m.policy_config_json,
                 };
                 (!d.is_empty()).then(|| d.to_vec())
             }
@@ -284,6 +285,10 @@ impl ObjectLayer {
             BucketConfig::Tagging => {
                 meta.tagging_config_xml = bytes;
                 meta.tagging_config_updated_at = now;
+            }
+            BucketConfig::Policy => {
+                meta.policy_config_json = bytes;
+                meta.policy_config_updated_at = now;
             }
         }
         self.save_bucket_meta(bucket, &meta).await?;

@@ -59,6 +59,7 @@ mod open;
 mod pools;
 mod put_queue;
 pub mod set;
+mod sysconfig;
 pub mod types;
 
 use std::collections::HashMap;
@@ -82,6 +83,7 @@ pub use lock::{LocalLocker, LockGuard, Locker};
 pub use multipart::{PartEtag, PartOptions, UploadInfo, UploadedPart};
 pub use objects::OpenObject;
 pub use set::ErasureSet;
+pub use sysconfig::{MAX_CONFIG_BYTES, MAX_CONFIG_ENTRIES};
 pub use types::*;
 
 /// The metadata key of an object's storage class (`STANDARD` or
@@ -173,6 +175,19 @@ pub struct ObjectLayer {
     /// Buckets found to exist, kept only with a bucket hook (see
     /// `check_bucket_exists`).
     known_buckets: Mutex<std::collections::HashSet<String>>,
+    /// Called when another layer announces a change of the documents
+    /// under `.minio.sys/config/` ([`watch_config`](Self::watch_config)).
+    config_watchers: Mutex<Vec<ConfigWatcher>>,
+}
+
+/// A function told that configuration documents changed elsewhere.
+#[derive(Clone)]
+pub struct ConfigWatcher(pub Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for ConfigWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConfigWatcher")
+    }
 }
 
 /// The bucket hook, shown by its presence only.
@@ -205,6 +220,9 @@ impl ObjectLayer {
     /// configuration documents and existence): another layer over the same
     /// drives changed them.
     pub fn forget_bucket(&self, bucket: &str) {
+        if bucket == drive::format::META_VOLUME {
+            self.config_changed();
+        }
         self.bucket_gen
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.versioning
@@ -223,6 +241,7 @@ impl ObjectLayer {
 
     /// Drops what this layer cached of every bucket.
     pub fn forget_buckets(&self) {
+        self.config_changed();
         self.bucket_gen
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.versioning
@@ -237,6 +256,36 @@ impl ObjectLayer {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+    }
+
+    /// Calls `watcher` whenever a change of the documents under
+    /// `.minio.sys/config/` is announced by another layer serving the
+    /// same drives (through the bucket hook's ordering), or when this
+    /// layer forgets every bucket (it may have missed such changes).
+    pub fn watch_config(&self, watcher: ConfigWatcher) {
+        self.config_watchers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(watcher);
+    }
+
+    fn config_changed(&self) {
+        let watchers = self
+            .config_watchers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for w in watchers {
+            (w.0)();
+        }
+    }
+
+    /// Tells the other layers serving the same drives (through the bucket
+    /// hook) that documents under `.minio.sys/config/` changed, and waits
+    /// as a bucket change waits: their watchers run before this returns.
+    pub async fn announce_config_change(&self) {
+        self.announce(drive::format::META_VOLUME, BucketChange::Iam)
+            .await;
     }
 
     /// What the read cache holds and has done, if there is one.

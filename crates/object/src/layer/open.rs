@@ -193,6 +193,7 @@ impl ObjectLayer {
             journal,
             heal_track,
             known_buckets: Mutex::new(std::collections::HashSet::new()),
+            config_watchers: Mutex::new(Vec::new()),
         };
         layer.spread_buckets().await;
         Ok(layer)

@@ -347,6 +347,8 @@ pub enum BucketConfig {
     Encryption,
     /// Bucket tags (`Tagging` XML).
     Tagging,
+    /// The bucket policy (JSON, as the client sent it).
+    Policy,
 }
 
 /// What changed about a bucket, as [`ObjectLayer::with_bucket_hook`]
@@ -363,6 +365,9 @@ pub enum BucketChange {
     Versioning,
     /// One of its configuration documents changed.
     Config(BucketConfig),
+    /// Not a bucket's: the IAM documents under `.minio.sys/config/iam/`
+    /// changed (announced with the volume's name as the bucket).
+    Iam,
 }
 
 impl BucketChange {
@@ -374,6 +379,8 @@ impl BucketChange {
             BucketChange::Versioning => "versioning",
             BucketChange::Config(BucketConfig::Encryption) => "encryption",
             BucketChange::Config(BucketConfig::Tagging) => "tagging",
+            BucketChange::Config(BucketConfig::Policy) => "policy",
+            BucketChange::Iam => "iam",
         }
     }
 }

@@ -23,6 +23,7 @@
 //! serves.
 
 mod heal;
+mod iam;
 mod info;
 mod probe;
 
@@ -62,6 +63,8 @@ pub enum AdminCall {
     ServerInfo,
     /// `POST /minio/admin/v3/background-heal/status`: the heal status.
     HealStatus,
+    /// Users, groups and policies (`mc admin user|group|policy`).
+    Iam(iam::IamCall),
     /// Any other admin path or method: this error (501 `NotImplemented`
     /// naming the path).
     Unsupported(S3Error),
@@ -79,6 +82,9 @@ pub fn route(method: &Method, raw_path: &str) -> Option<AdminCall> {
     }
     if method == Method::POST && raw_path == HEAL_STATUS_PATH {
         return Some(AdminCall::HealStatus);
+    }
+    if let Some(call) = iam::IamCall::route(method, raw_path) {
+        return Some(AdminCall::Iam(call));
     }
     // The path is echoed for the operator, cut short: a long one names the
     // same API.
@@ -201,6 +207,7 @@ impl Gateway {
         B::Error: std::fmt::Display,
     {
         match call {
+            AdminCall::Iam(c) => self.serve_iam(ctx, c).await,
             AdminCall::Unsupported(e) => {
                 ctx.api = "AdminAPI";
                 Err(e)

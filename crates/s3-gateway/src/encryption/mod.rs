@@ -39,7 +39,7 @@ use crate::error::S3Error;
 /// stream under its part key).
 pub(crate) const META_MULTIPART: &str = "X-Minio-Internal-Encrypted-Multipart";
 
-fn random<const N: usize>() -> Result<[u8; N], S3Error> {
+pub(crate) fn random<const N: usize>() -> Result<[u8; N], S3Error> {
     let mut b = [0u8; N];
     SystemRandom::new()
         .fill(&mut b)

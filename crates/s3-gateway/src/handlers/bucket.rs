@@ -12,11 +12,33 @@ use crate::service::{Ctx, Gateway};
 use crate::time::iso8601;
 use crate::xml::{self, Element, XmlWriter};
 
+/// The buckets, or for a user not allowed `s3:ListAllMyBuckets`, those it
+/// may list or locate (as MinIO answers, so `mc ls` shows a user its
+/// buckets); `AccessDenied` when there are none.
 pub(super) async fn list_buckets<B>(
     gw: &Gateway,
     ctx: &mut Ctx<B>,
-) -> Result<Response<ResponseBody>, S3Error> {
-    let buckets = gw.layer.list_buckets().await?;
+) -> Result<Response<ResponseBody>, S3Error>
+where
+    B: http_body::Body,
+{
+    let mut buckets = gw.layer.list_buckets().await?;
+    let who = ctx.requester.clone();
+    if !crate::authz::allowed(gw, ctx, &who, "s3:ListAllMyBuckets", "", None).await? {
+        let mut visible = Vec::new();
+        for b in buckets {
+            if crate::authz::allowed(gw, ctx, &who, "s3:ListBucket", &b.name, None).await?
+                || crate::authz::allowed(gw, ctx, &who, "s3:GetBucketLocation", &b.name, None)
+                    .await?
+            {
+                visible.push(b);
+            }
+        }
+        if visible.is_empty() {
+            return Err(S3Error::new("AccessDenied"));
+        }
+        buckets = visible;
+    }
     let (id, name) = owner(&ctx.access_key);
     let mut w = XmlWriter::new();
     w.root("ListAllMyBucketsResult")

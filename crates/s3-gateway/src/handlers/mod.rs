@@ -8,305 +8,148 @@ pub(crate) mod fuzzing;
 mod list;
 mod multipart;
 mod object;
+mod policy;
 mod post;
 mod tagging;
 
+pub(crate) use object::copy_source;
 pub(crate) use post::{boundary as post_boundary, post_object};
 
 use bytes::Bytes;
-use http::{Method, Response, StatusCode};
+use http::{Response, StatusCode};
 use http_body::Body;
 
 use crate::auth::{ChecksumAlgorithm, Payload};
 use crate::body::{BodyChecks, BodyReader, Expected, ResponseBody, read_to_vec};
 use crate::checksum::base64_decode;
 use crate::error::S3Error;
+use crate::router::{Op, UNSUPPORTED_BUCKET};
 use crate::service::{Ctx, Gateway};
 use crate::xml::{self, Element};
 
+/// Serves `op`, which the request resolved to and is authorised for.
 pub(crate) async fn dispatch<B>(
     gw: &Gateway,
     ctx: &mut Ctx<B>,
+    op: Op,
 ) -> Result<Response<ResponseBody>, S3Error>
 where
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: std::fmt::Display,
 {
-    let method = ctx.parts.method.clone();
-    match (ctx.bucket.is_some(), ctx.key.is_some()) {
-        (false, _) => match method {
-            Method::GET | Method::HEAD => {
-                ctx.api = "ListBuckets";
-                bucket::list_buckets(gw, ctx).await
-            }
-            _ => Err(S3Error::new("MethodNotAllowed")),
-        },
-        (true, false) => bucket_op(gw, ctx, method).await,
-        (true, true) => object_op(gw, ctx, method).await,
-    }
-}
-
-/// Bucket sub-resources this gateway does not implement yet: answered
-/// with `NotImplemented` rather than mistaken for another operation.
-const UNSUPPORTED_BUCKET: &[&str] = &[
-    "accelerate",
-    "analytics",
-    "intelligent-tiering",
-    "inventory",
-    "logging",
-    "metrics",
-    "ownershipControls",
-    "publicAccessBlock",
-    "requestPayment",
-    "website",
-    "replication",
-    "notification",
-    "policyStatus",
-];
-
-async fn bucket_op<B>(
-    gw: &Gateway,
-    ctx: &mut Ctx<B>,
-    method: Method,
-) -> Result<Response<ResponseBody>, S3Error>
-where
-    B: Body<Data = Bytes> + Send + Unpin + 'static,
-    B::Error: std::fmt::Display,
-{
-    if let Some(sub) = UNSUPPORTED_BUCKET.iter().find(|s| ctx.has(s)) {
-        ctx.api = "Unsupported";
-        return Err(S3Error::with_message(
+    match op {
+        Op::ListBuckets => bucket::list_buckets(gw, ctx).await,
+        Op::GetBucketLocation => bucket::get_location(gw, ctx).await,
+        Op::GetBucketVersioning => bucket::get_versioning(gw, ctx).await,
+        Op::ListMultipartUploads => multipart::list_uploads(gw, ctx).await,
+        Op::ListObjectVersions => list::list_versions(gw, ctx).await,
+        Op::GetBucketPolicy => policy::get(gw, ctx).await,
+        Op::GetBucketPolicyStatus => policy::get_status(gw, ctx).await,
+        Op::PutBucketPolicy => policy::put(gw, ctx).await,
+        Op::DeleteBucketPolicy => policy::delete(gw, ctx).await,
+        Op::GetObjectLockConfiguration => {
+            gw.layer.head_bucket(ctx.bucket()).await?;
+            Err(with_status(
+                S3Error::with_message(
+                    "ObjectLockConfigurationNotFoundError",
+                    "Object Lock configuration does not exist for this bucket",
+                ),
+                StatusCode::NOT_FOUND,
+            ))
+        }
+        Op::GetBucketEncryption => bucket::get_encryption(gw, ctx).await,
+        Op::GetBucketTagging => tagging::get_bucket(gw, ctx).await,
+        Op::GetBucketLifecycle => {
+            gw.layer.head_bucket(ctx.bucket()).await?;
+            Err(with_status(
+                S3Error::with_message(
+                    "NoSuchLifecycleConfiguration",
+                    "The lifecycle configuration does not exist",
+                ),
+                StatusCode::NOT_FOUND,
+            ))
+        }
+        Op::GetBucketCors => {
+            gw.layer.head_bucket(ctx.bucket()).await?;
+            Err(with_status(
+                S3Error::with_message(
+                    "NoSuchCORSConfiguration",
+                    "The CORS configuration does not exist",
+                ),
+                StatusCode::NOT_FOUND,
+            ))
+        }
+        Op::GetBucketAcl => {
+            gw.layer.head_bucket(ctx.bucket()).await?;
+            Ok(acl_response(ctx))
+        }
+        Op::ListObjectsV2 => list::list_objects(gw, ctx, true).await,
+        Op::ListObjects => list::list_objects(gw, ctx, false).await,
+        Op::HeadBucket => bucket::head_bucket(gw, ctx).await,
+        Op::PutBucketVersioning => bucket::put_versioning(gw, ctx).await,
+        Op::PutBucketEncryption => bucket::put_encryption(gw, ctx).await,
+        Op::PutBucketTagging => tagging::put_bucket(gw, ctx).await,
+        Op::PutBucketLifecycle
+        | Op::PutBucketCors
+        | Op::PutObjectLockConfiguration
+        | Op::PutBucketAcl => Err(S3Error::with_message(
             "NotImplemented",
-            format!("The bucket sub-resource '{sub}' is not implemented."),
-        ));
-    }
-    match method {
-        Method::GET => {
-            if ctx.has("location") {
-                ctx.api = "GetBucketLocation";
-                bucket::get_location(gw, ctx).await
-            } else if ctx.has("versioning") {
-                ctx.api = "GetBucketVersioning";
-                bucket::get_versioning(gw, ctx).await
-            } else if ctx.has("uploads") {
-                ctx.api = "ListMultipartUploads";
-                multipart::list_uploads(gw, ctx).await
-            } else if ctx.has("versions") {
-                ctx.api = "ListObjectVersions";
-                list::list_versions(gw, ctx).await
-            } else if ctx.has("policy") {
-                ctx.api = "GetBucketPolicy";
-                gw.layer.head_bucket(ctx.bucket()).await?;
-                Err(S3Error::with_message(
-                    "NoSuchBucketPolicy",
-                    "The bucket policy does not exist",
-                ))
-                .map_err(|e| with_status(e, StatusCode::NOT_FOUND))
-            } else if ctx.has("object-lock") {
-                ctx.api = "GetObjectLockConfiguration";
-                gw.layer.head_bucket(ctx.bucket()).await?;
-                Err(with_status(
-                    S3Error::with_message(
-                        "ObjectLockConfigurationNotFoundError",
-                        "Object Lock configuration does not exist for this bucket",
-                    ),
-                    StatusCode::NOT_FOUND,
-                ))
-            } else if ctx.has("encryption") {
-                ctx.api = "GetBucketEncryption";
-                bucket::get_encryption(gw, ctx).await
-            } else if ctx.has("tagging") {
-                ctx.api = "GetBucketTagging";
-                tagging::get_bucket(gw, ctx).await
-            } else if ctx.has("lifecycle") {
-                ctx.api = "GetBucketLifecycle";
-                gw.layer.head_bucket(ctx.bucket()).await?;
-                Err(with_status(
-                    S3Error::with_message(
-                        "NoSuchLifecycleConfiguration",
-                        "The lifecycle configuration does not exist",
-                    ),
-                    StatusCode::NOT_FOUND,
-                ))
-            } else if ctx.has("cors") {
-                ctx.api = "GetBucketCors";
-                gw.layer.head_bucket(ctx.bucket()).await?;
-                Err(with_status(
-                    S3Error::with_message(
-                        "NoSuchCORSConfiguration",
-                        "The CORS configuration does not exist",
-                    ),
-                    StatusCode::NOT_FOUND,
-                ))
-            } else if ctx.has("acl") {
-                ctx.api = "GetBucketAcl";
-                gw.layer.head_bucket(ctx.bucket()).await?;
-                Ok(acl_response(ctx))
-            } else if ctx.q("list-type") == Some("2") {
-                ctx.api = "ListObjectsV2";
-                list::list_objects(gw, ctx, true).await
-            } else if let Some(t) = ctx.q("list-type") {
-                let e = S3Error::invalid_argument("Invalid list type", "list-type", t);
-                ctx.api = "ListObjects";
-                Err(e)
-            } else {
-                ctx.api = "ListObjects";
-                list::list_objects(gw, ctx, false).await
-            }
+            "This bucket configuration is not implemented.",
+        )),
+        Op::CreateBucket => bucket::create_bucket(gw, ctx).await,
+        Op::DeleteBucketEncryption => bucket::delete_encryption(gw, ctx).await,
+        Op::DeleteBucketTagging => tagging::delete_bucket(gw, ctx).await,
+        Op::DeleteBucketLifecycle | Op::DeleteBucketCors => {
+            gw.layer.head_bucket(ctx.bucket()).await?;
+            // Nothing is configured, so there is nothing to delete.
+            Ok(empty(StatusCode::NO_CONTENT))
         }
-        Method::HEAD => {
-            ctx.api = "HeadBucket";
-            bucket::head_bucket(gw, ctx).await
+        Op::DeleteBucket => bucket::delete_bucket(gw, ctx).await,
+        Op::DeleteObjects => object::delete_objects(gw, ctx).await,
+        // Browser uploads are served by `post_object` before the
+        // signature in the head is checked; a form reaching here has no
+        // boundary.
+        Op::PostObject => Err(S3Error::with_message(
+            "MalformedPOSTRequest",
+            "The body of your POST request is not well-formed multipart/form-data.",
+        )),
+        Op::UnsupportedBucketCall => {
+            let what = UNSUPPORTED_BUCKET.iter().find(|s| ctx.has(s)).map_or_else(
+                || format!("{} on a bucket", ctx.parts.method),
+                |s| format!("The bucket sub-resource '{s}'"),
+            );
+            Err(S3Error::with_message(
+                "NotImplemented",
+                format!("{what} is not implemented."),
+            ))
         }
-        Method::PUT => {
-            if ctx.has("versioning") {
-                ctx.api = "PutBucketVersioning";
-                bucket::put_versioning(gw, ctx).await
-            } else if ctx.has("encryption") {
-                ctx.api = "PutBucketEncryption";
-                bucket::put_encryption(gw, ctx).await
-            } else if ctx.has("tagging") {
-                ctx.api = "PutBucketTagging";
-                tagging::put_bucket(gw, ctx).await
-            } else if ctx.has("policy")
-                || ctx.has("lifecycle")
-                || ctx.has("cors")
-                || ctx.has("encryption")
-                || ctx.has("object-lock")
-                || ctx.has("acl")
-            {
-                ctx.api = "Unsupported";
-                Err(S3Error::with_message(
-                    "NotImplemented",
-                    "This bucket configuration is not implemented.",
-                ))
-            } else {
-                ctx.api = "CreateBucket";
-                bucket::create_bucket(gw, ctx).await
-            }
+        Op::ListParts => multipart::list_parts(gw, ctx).await,
+        Op::GetObjectAcl => {
+            object::head_only(gw, ctx).await?;
+            Ok(acl_response(ctx))
         }
-        Method::DELETE => {
-            if ctx.has("encryption") {
-                ctx.api = "DeleteBucketEncryption";
-                bucket::delete_encryption(gw, ctx).await
-            } else if ctx.has("tagging") {
-                ctx.api = "DeleteBucketTagging";
-                tagging::delete_bucket(gw, ctx).await
-            } else if ctx.has("policy") || ctx.has("lifecycle") || ctx.has("cors") {
-                ctx.api = "Unsupported";
-                gw.layer.head_bucket(ctx.bucket()).await?;
-                // Nothing is configured, so there is nothing to delete.
-                Ok(empty(StatusCode::NO_CONTENT))
-            } else {
-                ctx.api = "DeleteBucket";
-                bucket::delete_bucket(gw, ctx).await
-            }
-        }
-        Method::POST => {
-            if ctx.has("delete") {
-                ctx.api = "DeleteObjects";
-                object::delete_objects(gw, ctx).await
-            } else {
-                ctx.api = "PostObject";
-                Err(S3Error::with_message(
-                    "NotImplemented",
-                    "Browser POST uploads are not implemented yet.",
-                ))
-            }
-        }
-        _ => Err(S3Error::new("MethodNotAllowed")),
-    }
-}
-
-async fn object_op<B>(
-    gw: &Gateway,
-    ctx: &mut Ctx<B>,
-    method: Method,
-) -> Result<Response<ResponseBody>, S3Error>
-where
-    B: Body<Data = Bytes> + Send + Unpin + 'static,
-    B::Error: std::fmt::Display,
-{
-    match method {
-        Method::GET => {
-            if ctx.has("uploadId") {
-                ctx.api = "ListParts";
-                multipart::list_parts(gw, ctx).await
-            } else if ctx.has("acl") {
-                ctx.api = "GetObjectAcl";
-                object::head_only(gw, ctx).await?;
-                Ok(acl_response(ctx))
-            } else if ctx.has("tagging") {
-                ctx.api = "GetObjectTagging";
-                tagging::get(gw, ctx).await
-            } else if ctx.has("attributes") {
-                ctx.api = "GetObjectAttributes";
-                attributes::get_attributes(gw, ctx).await
-            } else if ctx.has("retention") || ctx.has("legal-hold") {
-                ctx.api = "Unsupported";
-                Err(S3Error::with_message(
-                    "NotImplemented",
-                    "This object sub-resource is not implemented yet.",
-                ))
-            } else {
-                ctx.api = "GetObject";
-                object::get_object(gw, ctx, false).await
-            }
-        }
-        Method::HEAD => {
-            ctx.api = "HeadObject";
-            object::get_object(gw, ctx, true).await
-        }
-        Method::PUT => {
-            if ctx.has("uploadId") || ctx.has("partNumber") {
-                if ctx.parts.headers.contains_key("x-amz-copy-source") {
-                    ctx.api = "UploadPartCopy";
-                    multipart::upload_part_copy(gw, ctx).await
-                } else {
-                    ctx.api = "UploadPart";
-                    multipart::upload_part(gw, ctx).await
-                }
-            } else if ctx.has("tagging") {
-                ctx.api = "PutObjectTagging";
-                tagging::put(gw, ctx).await
-            } else if ctx.has("acl") || ctx.has("retention") || ctx.has("legal-hold") {
-                ctx.api = "Unsupported";
-                Err(S3Error::with_message(
-                    "NotImplemented",
-                    "This object sub-resource is not implemented yet.",
-                ))
-            } else if ctx.parts.headers.contains_key("x-amz-copy-source") {
-                ctx.api = "CopyObject";
-                object::copy_object(gw, ctx).await
-            } else {
-                ctx.api = "PutObject";
-                object::put_object(gw, ctx).await
-            }
-        }
-        Method::DELETE => {
-            if ctx.has("uploadId") {
-                ctx.api = "AbortMultipartUpload";
-                multipart::abort(gw, ctx).await
-            } else if ctx.has("tagging") {
-                ctx.api = "DeleteObjectTagging";
-                tagging::delete(gw, ctx).await
-            } else {
-                ctx.api = "DeleteObject";
-                object::delete_object(gw, ctx).await
-            }
-        }
-        Method::POST => {
-            if ctx.has("uploads") {
-                ctx.api = "CreateMultipartUpload";
-                multipart::create(gw, ctx).await
-            } else if ctx.has("uploadId") {
-                ctx.api = "CompleteMultipartUpload";
-                multipart::complete(gw, ctx).await
-            } else {
-                Err(S3Error::new("MethodNotAllowed"))
-            }
-        }
-        _ => Err(S3Error::new("MethodNotAllowed")),
+        Op::GetObjectTagging => tagging::get(gw, ctx).await,
+        Op::GetObjectAttributes => attributes::get_attributes(gw, ctx).await,
+        Op::GetObjectRetention
+        | Op::GetObjectLegalHold
+        | Op::PutObjectAcl
+        | Op::PutObjectRetention
+        | Op::PutObjectLegalHold => Err(S3Error::with_message(
+            "NotImplemented",
+            "This object sub-resource is not implemented yet.",
+        )),
+        Op::GetObject => object::get_object(gw, ctx, false).await,
+        Op::HeadObject => object::get_object(gw, ctx, true).await,
+        Op::UploadPartCopy => multipart::upload_part_copy(gw, ctx).await,
+        Op::UploadPart => multipart::upload_part(gw, ctx).await,
+        Op::PutObjectTagging => tagging::put(gw, ctx).await,
+        Op::CopyObject => object::copy_object(gw, ctx).await,
+        Op::PutObject => object::put_object(gw, ctx).await,
+        Op::AbortMultipartUpload => multipart::abort(gw, ctx).await,
+        Op::DeleteObjectTagging => tagging::delete(gw, ctx).await,
+        Op::DeleteObject => object::delete_object(gw, ctx).await,
+        Op::CreateMultipartUpload => multipart::create(gw, ctx).await,
+        Op::CompleteMultipartUpload => multipart::complete(gw, ctx).await,
     }
 }
 

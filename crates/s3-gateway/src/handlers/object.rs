@@ -642,6 +642,9 @@ where
             Ok(_) if key.is_empty() => {
                 Err(S3Error::with_message("InvalidArgument", "Key is empty"))
             }
+            Ok(version) if !may_delete(gw, ctx, &key, version.is_some()).await? => {
+                Err(S3Error::new("AccessDenied"))
+            }
             Ok(version) => match gw.layer.delete_object(ctx.bucket(), &key, version).await {
                 Ok(r) => Ok(Some(r)),
                 Err(
@@ -685,6 +688,28 @@ where
     Ok(xml_response(StatusCode::OK, w.finish()))
 }
 
+/// Whether the requester may delete `key` of a `DeleteObjects` request
+/// (with a version: unless `s3:DeleteObjectVersion` is denied, as MinIO
+/// checks it).
+async fn may_delete<B>(
+    gw: &Gateway,
+    ctx: &Ctx<B>,
+    key: &str,
+    versioned: bool,
+) -> Result<bool, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    let who = &ctx.requester;
+    let bucket = ctx.bucket();
+    if !crate::authz::allowed(gw, ctx, who, "s3:DeleteObject", bucket, Some(key)).await? {
+        return Ok(false);
+    }
+    Ok(!(versioned
+        && crate::authz::denied(gw, ctx, who, "s3:DeleteObjectVersion", bucket, Some(key)).await?))
+}
+
 /// The plaintext of a stored object as a stream, produced by a task
 /// (reading, and decrypting when `enc` is given); the task's result says
 /// whether the whole object was produced.
@@ -722,7 +747,7 @@ fn plain_source(
 
 /// Parses `x-amz-copy-source`: `[/]bucket/key[?versionId=v]`,
 /// percent-encoded.
-pub(super) fn copy_source(v: &str) -> Result<(String, String, Option<VersionSel>), S3Error> {
+pub(crate) fn copy_source(v: &str) -> Result<(String, String, Option<VersionSel>), S3Error> {
     let bad = || {
         S3Error::invalid_argument(
             "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",

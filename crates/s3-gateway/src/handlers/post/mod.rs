@@ -85,6 +85,12 @@ where
     ctx.key = Some(key.clone());
     let policy_b64 = form.get("policy").unwrap_or_default();
     let policy = check_policy(policy_b64, &form, ctx.bucket(), &key, SystemTime::now())?;
+    let who = crate::authz::requester_of(gw, &ctx.access_key)?;
+    let bucket = ctx.bucket().to_owned();
+    if !crate::authz::allowed(gw, ctx, &who, "s3:PutObject", &bucket, Some(&key)).await? {
+        return Err(S3Error::new("AccessDenied"));
+    }
+    ctx.requester = who;
 
     // Authenticated: the upload now counts against the server's bound like
     // any signed request.

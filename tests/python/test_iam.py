@@ -1,0 +1,312 @@
+"""Identity and access against a real `tessera server`: bucket policies
+and anonymous access (boto3), users, groups and policies made with the
+real `mc admin` and used with boto3.
+"""
+
+import base64
+import json
+import os
+import tempfile
+import unittest
+
+import boto3
+from botocore import UNSIGNED
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from s3util import client
+from tessera_server import REGION, unique_bucket
+from test_mc import McCase
+
+
+def anonymous(endpoint):
+    """An unsigned (anonymous) path-style client without retries."""
+    return boto3.session.Session().client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=REGION,
+        config=Config(
+            signature_version=UNSIGNED,
+            s3={"addressing_style": "path"},
+            retries={"total_max_attempts": 1, "mode": "standard"},
+        ),
+    )
+
+
+def public_read(bucket, list_too=True):
+    statements = [{
+        "Effect": "Allow",
+        "Principal": {"AWS": ["*"]},
+        "Action": ["s3:GetObject"],
+        "Resource": [f"arn:aws:s3:::{bucket}/*"],
+    }]
+    if list_too:
+        statements.append({
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
+            "Resource": [f"arn:aws:s3:::{bucket}"],
+        })
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+class IamCase(McCase):
+    alias_options = ("--path", "on")
+    # A KMS key, so that policies may require SSE-S3 on writes.
+    server_env = {"TESSERA_KMS_SECRET_KEY": "iam-test-key:" + base64.b64encode(os.urandom(32)).decode()}
+
+    def setUp(self):
+        super().setUp()
+        self.root = client(self.endpoint)
+
+    def denied(self, call, *args, code="AccessDenied", status=403, **kwargs):
+        with self.assertRaises(ClientError) as cm:
+            call(*args, **kwargs)
+        self.assertEqual(cm.exception.response["Error"]["Code"], code)
+        self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], status)
+
+    def bucket(self, *objects):
+        b = unique_bucket("iam")
+        self.root.create_bucket(Bucket=b)
+        for k in objects:
+            self.root.put_object(Bucket=b, Key=k, Body=f"body of {k}".encode())
+        return b
+
+    def user(self, name, secret, *policies, group=None):
+        """A user made with mc admin, with `policies` attached (to it, or
+        to `group`, made with it as its member); its boto3 client."""
+        self.mc("admin", "user", "add", "t", name, secret)
+        if group:
+            self.mc("admin", "group", "add", "t", group, name)
+        for p in policies:
+            target = ["--group", group] if group else ["--user", name]
+            self.mc("admin", "policy", "attach", "t", p, *target)
+        return client(self.endpoint, access_key=name, secret_key=secret)
+
+    def policy(self, name, document):
+        path = os.path.join(self.tmpdir(), f"{name}.json")
+        with open(path, "w") as f:
+            json.dump(document, f)
+        self.mc("admin", "policy", "create", "t", name, path)
+
+
+class BucketPolicyTests(IamCase):
+    def test_public_read_bucket_serves_anonymous_reads_only(self):
+        b = self.bucket("a.txt", "dir/b.txt")
+        anon = anonymous(self.endpoint)
+        self.denied(anon.get_object, Bucket=b, Key="a.txt")
+        self.denied(anon.list_objects_v2, Bucket=b)
+        self.denied(self.root.get_bucket_policy, Bucket=b, code="NoSuchBucketPolicy", status=404)
+
+        doc = public_read(b)
+        self.root.put_bucket_policy(Bucket=b, Policy=doc)
+        self.assertEqual(json.loads(self.root.get_bucket_policy(Bucket=b)["Policy"]), json.loads(doc))
+        self.assertTrue(self.root.get_bucket_policy_status(Bucket=b)["PolicyStatus"]["IsPublic"])
+
+        self.assertEqual(anon.get_object(Bucket=b, Key="a.txt")["Body"].read(), b"body of a.txt")
+        self.assertEqual(anon.head_object(Bucket=b, Key="dir/b.txt")["ContentLength"], len(b"body of dir/b.txt"))
+        keys = [o["Key"] for o in anon.list_objects_v2(Bucket=b)["Contents"]]
+        self.assertEqual(keys, ["a.txt", "dir/b.txt"])
+        # Reading is all the policy allows.
+        self.denied(anon.put_object, Bucket=b, Key="new", Body=b"x")
+        self.denied(anon.delete_object, Bucket=b, Key="a.txt")
+        self.denied(anon.get_bucket_policy, Bucket=b)
+        self.denied(anon.list_buckets)
+        other = self.bucket("a.txt")
+        self.denied(anon.get_object, Bucket=other, Key="a.txt")
+
+        self.root.delete_bucket_policy(Bucket=b)
+        self.denied(anon.get_object, Bucket=b, Key="a.txt")
+        self.denied(self.root.get_bucket_policy_status, Bucket=b, code="NoSuchBucketPolicy", status=404)
+
+    def test_objects_only_policy_is_not_a_listing(self):
+        b = self.bucket("a.txt")
+        self.root.put_bucket_policy(Bucket=b, Policy=public_read(b, list_too=False))
+        anon = anonymous(self.endpoint)
+        self.assertEqual(anon.get_object(Bucket=b, Key="a.txt")["Body"].read(), b"body of a.txt")
+        self.denied(anon.list_objects_v2, Bucket=b)
+
+    def test_anonymous_write_where_a_prefix_allows_it(self):
+        b = self.bucket()
+        self.root.put_bucket_policy(Bucket=b, Policy=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject",
+                           "Resource": f"arn:aws:s3:::{b}/uploads/*"}],
+        }))
+        anon = anonymous(self.endpoint)
+        anon.put_object(Bucket=b, Key="uploads/x", Body=b"dropped")
+        self.assertEqual(self.root.get_object(Bucket=b, Key="uploads/x")["Body"].read(), b"dropped")
+        self.denied(anon.put_object, Bucket=b, Key="elsewhere", Body=b"x")
+        self.denied(anon.get_object, Bucket=b, Key="uploads/x")
+
+    def test_malformed_policies_are_refused(self):
+        b = self.bucket()
+        other = unique_bucket("iam")
+        for doc in [
+            "not json",
+            json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": "*",
+                        "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{other}/*"}]}),
+            json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Maybe", "Principal": "*",
+                        "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{b}/*"}]}),
+            json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": "*",
+                        "Action": "s3:NoSuchAction", "Resource": f"arn:aws:s3:::{b}/*"}]}),
+        ]:
+            with self.subTest(doc=doc[:80]):
+                self.denied(self.root.put_bucket_policy, Bucket=b, Policy=doc, code="MalformedPolicy", status=400)
+        self.denied(self.root.get_bucket_policy, Bucket=b, code="NoSuchBucketPolicy", status=404)
+        big = json.dumps({"Version": "2012-10-17", "Statement": [{"Sid": "x" * 21000, "Effect": "Allow",
+                          "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{b}/*"}]})
+        with self.assertRaises(ClientError) as cm:
+            self.root.put_bucket_policy(Bucket=b, Policy=big)
+        self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], 400)
+
+    def test_policy_of_a_missing_bucket(self):
+        b = unique_bucket("iam")
+        self.denied(self.root.put_bucket_policy, Bucket=b, Policy=public_read(b), code="NoSuchBucket", status=404)
+        self.denied(self.root.get_bucket_policy, Bucket=b, code="NoSuchBucket", status=404)
+
+
+class UserTests(IamCase):
+    def test_readonly_user_reads_and_cannot_write(self):
+        b = self.bucket("a.txt")
+        alice = self.user("alice-ro", "alice-secret-1", "readonly")
+        self.assertEqual(alice.get_object(Bucket=b, Key="a.txt")["Body"].read(), b"body of a.txt")
+        self.denied(alice.put_object, Bucket=b, Key="new", Body=b"x")
+        self.denied(alice.delete_object, Bucket=b, Key="a.txt")
+        self.denied(alice.create_bucket, Bucket=unique_bucket("iam"))
+        # `readonly` has no s3:ListBucket: listing is refused, as in MinIO.
+        self.denied(alice.list_objects_v2, Bucket=b)
+
+    def test_user_without_policies_may_do_nothing(self):
+        b = self.bucket("a.txt")
+        nobody = self.user("nobody-1", "nobody-secret-1")
+        self.denied(nobody.get_object, Bucket=b, Key="a.txt")
+        self.denied(nobody.list_buckets)
+        self.denied(nobody.put_object, Bucket=b, Key="x", Body=b"x")
+
+    def test_group_policy_applies_to_members(self):
+        b = self.bucket()
+        bob = self.user("bob-rw", "bob-secret-12", "readwrite", group="writers-1")
+        bob.put_object(Bucket=b, Key="from-bob", Body=b"hello")
+        self.assertEqual(bob.get_object(Bucket=b, Key="from-bob")["Body"].read(), b"hello")
+        self.assertIn(b, [x["Name"] for x in bob.list_buckets()["Buckets"]])
+        # A disabled group no longer grants its policies.
+        self.mc("admin", "group", "disable", "t", "writers-1")
+        self.denied(bob.put_object, Bucket=b, Key="again", Body=b"x")
+        self.mc("admin", "group", "enable", "t", "writers-1")
+        bob.put_object(Bucket=b, Key="again", Body=b"x")
+
+    def test_disabled_and_removed_users_are_refused(self):
+        b = self.bucket("a.txt")
+        carol = self.user("carol-1", "carol-secret-1", "readwrite")
+        carol.get_object(Bucket=b, Key="a.txt")
+        self.mc("admin", "user", "disable", "t", "carol-1")
+        with self.assertRaises(ClientError) as cm:
+            carol.get_object(Bucket=b, Key="a.txt")
+        self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], 403)
+        self.mc("admin", "user", "enable", "t", "carol-1")
+        carol.get_object(Bucket=b, Key="a.txt")
+        self.mc("admin", "user", "remove", "t", "carol-1")
+        with self.assertRaises(ClientError) as cm:
+            carol.get_object(Bucket=b, Key="a.txt")
+        self.assertEqual(cm.exception.response["Error"]["Code"], "InvalidAccessKeyId")
+
+    def test_bucket_policy_deny_beats_user_allow(self):
+        b = self.bucket("secret.txt", "open.txt")
+        dave = self.user("dave-1", "dave-secret-1", "readwrite")
+        self.root.put_bucket_policy(Bucket=b, Policy=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Deny", "Principal": {"AWS": ["*"]}, "Action": ["s3:GetObject"],
+                           "Resource": [f"arn:aws:s3:::{b}/secret.txt"]}],
+        }))
+        self.denied(dave.get_object, Bucket=b, Key="secret.txt")
+        self.assertEqual(dave.get_object(Bucket=b, Key="open.txt")["Body"].read(), b"body of open.txt")
+        # The root user is not bound by policies.
+        self.root.get_object(Bucket=b, Key="secret.txt")
+
+    def test_bucket_policy_grants_a_user_without_policies(self):
+        b = self.bucket("shared.txt")
+        erin = self.user("erin-1", "erin-secret-1")
+        self.denied(erin.get_object, Bucket=b, Key="shared.txt")
+        self.root.put_bucket_policy(Bucket=b, Policy=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam:::user/erin-1"]},
+                           "Action": ["s3:GetObject"], "Resource": [f"arn:aws:s3:::{b}/*"]}],
+        }))
+        self.assertEqual(erin.get_object(Bucket=b, Key="shared.txt")["Body"].read(), b"body of shared.txt")
+
+    def test_conditions(self):
+        b = self.bucket("home/frank-1/a", "home/other/b")
+        self.policy("home-dirs", {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [f"arn:aws:s3:::{b}"],
+                 "Condition": {"StringLike": {"s3:prefix": ["home/${aws:username}/*"]}}},
+                {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject"],
+                 "Resource": [f"arn:aws:s3:::{b}/home/${{aws:username}}/*"]},
+                {"Effect": "Deny", "Action": ["s3:PutObject"], "Resource": [f"arn:aws:s3:::{b}/*"],
+                 "Condition": {"StringNotEquals": {"s3:x-amz-server-side-encryption": "AES256"}}},
+            ],
+        })
+        frank = self.user("frank-1", "frank-secret-1", "home-dirs")
+        keys = [o["Key"] for o in frank.list_objects_v2(Bucket=b, Prefix="home/frank-1/")["Contents"]]
+        self.assertEqual(keys, ["home/frank-1/a"])
+        self.denied(frank.list_objects_v2, Bucket=b, Prefix="home/other/")
+        self.denied(frank.list_objects_v2, Bucket=b)
+        frank.get_object(Bucket=b, Key="home/frank-1/a")
+        self.denied(frank.get_object, Bucket=b, Key="home/other/b")
+        # Writes must ask for encryption.
+        self.denied(frank.put_object, Bucket=b, Key="home/frank-1/plain", Body=b"x")
+        frank.put_object(Bucket=b, Key="home/frank-1/sealed", Body=b"x", ServerSideEncryption="AES256")
+
+    def test_source_ip_and_secure_transport(self):
+        b = self.bucket("a.txt")
+        self.policy("from-elsewhere", {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:aws:s3:::{b}/*"],
+                           "Condition": {"IpAddress": {"aws:SourceIp": ["10.99.0.0/16"]}}}],
+        })
+        self.policy("from-loopback", {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:aws:s3:::{b}/*"],
+                           "Condition": {"IpAddress": {"aws:SourceIp": ["127.0.0.0/8"]},
+                                         "Bool": {"aws:SecureTransport": "false"}}}],
+        })
+        gina = self.user("gina-1", "gina-secret-1", "from-elsewhere")
+        self.denied(gina.get_object, Bucket=b, Key="a.txt")
+        self.mc("admin", "policy", "attach", "t", "from-loopback", "--user", "gina-1")
+        gina.get_object(Bucket=b, Key="a.txt")
+
+    def test_mc_admin_lists_and_describes(self):
+        self.policy("listing-1", {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": ["arn:aws:s3:::x/*"]}]})
+        self.user("henry-1", "henry-secret-1", "listing-1", group="listers-1")
+        users = [json.loads(line) for line in self.mc("--json", "admin", "user", "list", "t").decode().splitlines()]
+        self.assertIn("henry-1", [u.get("accessKey") for u in users])
+        info = json.loads(self.mc("--json", "admin", "user", "info", "t", "henry-1"))
+        self.assertEqual(info["userStatus"], "enabled")
+        self.assertIn("listers-1", info.get("memberOf", [{}])[0].get("name", "") or json.dumps(info))
+        policies = self.mc("admin", "policy", "list", "t").decode().split()
+        for p in ("readonly", "readwrite", "writeonly", "diagnostics", "consoleAdmin", "listing-1"):
+            self.assertIn(p, policies)
+        shown = json.loads(self.mc("--json", "admin", "policy", "info", "t", "listing-1"))
+        self.assertEqual(shown["policyInfo"]["Policy"]["Statement"][0]["Resource"], ["arn:aws:s3:::x/*"])
+        group = json.loads(self.mc("--json", "admin", "group", "info", "t", "listers-1"))
+        self.assertEqual(group["members"], ["henry-1"])
+        self.assertIn("listing-1", group.get("groupPolicy", ""))
+        groups = self.mc("admin", "group", "list", "t").decode()
+        self.assertIn("listers-1", groups)
+        self.mc("admin", "policy", "detach", "t", "listing-1", "--group", "listers-1")
+        self.mc("admin", "policy", "rm", "t", "listing-1")
+        self.assertNotIn("listing-1", self.mc("admin", "policy", "list", "t").decode().split())
+
+    def test_users_may_not_use_the_admin_api(self):
+        self.user("ivan-1", "ivan-secret-1", "readwrite")
+        env = {"MC_HOST_ivan": self.endpoint.replace("://", "://ivan-1:ivan-secret-1@")}
+        done = self.run_mc("admin", "user", "list", "ivan", env=env)
+        self.assertNotEqual(done.returncode, 0, done.stdout)
+        self.assertIn(b"Access Denied", done.stdout + done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
