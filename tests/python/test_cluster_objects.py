@@ -17,17 +17,22 @@ no operation of clients that retry as the AWS SDKs do.
 """
 
 import hashlib
+import json
 import os
 import shutil
 import signal
+import subprocess
+import tempfile
 import time
 import unittest
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from tessera_server import ACCESS_KEY, SECRET_KEY, stop_process
 from test_cluster import FORM_BOUND_S, Cluster, http_get, mc_admin
+from test_mc import mc_binary
 
 BUCKET = "shared"
 # How long a request may wait for a node that died or stalled: the
@@ -100,7 +105,53 @@ def body(n, seed):
     return bytes(out[:n])
 
 
+def mc(c, i, *args):
+    """`mc ARGS` with alias `c` for node i; fails on a non-zero exit."""
+    config = tempfile.mkdtemp(prefix="tessera-cluster-mc-")
+    try:
+        env = dict(os.environ, MC_HOST_c=f"http://{ACCESS_KEY}:{SECRET_KEY}@{c.name(i)}")
+        done = subprocess.run([mc_binary(), "--config-dir", config, *args],
+                              env=env, capture_output=True, timeout=60)
+    finally:
+        shutil.rmtree(config, ignore_errors=True)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
+
+
 class AnyNodeServesAnyObject(unittest.TestCase):
+    def check_identities_hold_on_every_node(self, c, s3):
+        """A user, its policy and a bucket policy made through one node
+        hold on every other as soon as the call returns."""
+        mc(c, 0, "admin", "user", "add", "c", "cluster-user", "cluster-user-secret")
+        mc(c, 1, "admin", "policy", "attach", "c", "readwrite", "--user", "cluster-user")
+        users = [boto3.client(
+            "s3", endpoint_url=c.url(i, ""), aws_access_key_id="cluster-user",
+            aws_secret_access_key="cluster-user-secret", region_name="us-east-1",
+            config=Config(retries={"max_attempts": 1, "mode": "standard"},
+                          s3={"addressing_style": "path"})) for i in range(4)]
+        for i in range(4):
+            users[i].put_object(Bucket=BUCKET, Key=f"by-user/{i}", Body=b"u")
+        mc(c, 2, "admin", "user", "disable", "c", "cluster-user")
+        for i in range(4):
+            with self.assertRaises(ClientError, msg=f"node {i + 1}") as cm:
+                users[i].get_object(Bucket=BUCKET, Key="by-user/0")
+            self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], 403)
+        mc(c, 3, "admin", "user", "remove", "c", "cluster-user")
+        # A public-read policy set through node 2 serves anonymous reads
+        # through every node.
+        s3[1].put_bucket_policy(Bucket=BUCKET, Policy=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                           "Resource": f"arn:aws:s3:::{BUCKET}/by-user/*"}]}))
+        for i in range(4):
+            status, got = http_get(c.url(i, f"/{BUCKET}/by-user/{i}"))
+            self.assertEqual((status, got), (200, b"u"), f"node {i + 1}")
+        s3[2].delete_bucket_policy(Bucket=BUCKET)
+        for i in range(4):
+            status, _ = http_get(c.url(i, f"/{BUCKET}/by-user/{i}"))
+            self.assertEqual(status, 403, f"node {i + 1}")
+            s3[i].delete_object(Bucket=BUCKET, Key=f"by-user/{i}")
+
     def test_objects_across_nodes_and_a_node_down(self):
         c = Cluster()
         self.addCleanup(c.cleanup)
@@ -114,6 +165,7 @@ class AnyNodeServesAnyObject(unittest.TestCase):
         for i in range(4):
             names = [b["Name"] for b in s3[i].list_buckets()["Buckets"]]
             self.assertEqual(names, [BUCKET], f"node {i + 1}")
+        self.check_identities_hold_on_every_node(c, s3)
 
         # Every shape through a different node.
         objects = {}

@@ -166,6 +166,59 @@ class BucketPolicyTests(IamCase):
         self.denied(self.root.get_bucket_policy, Bucket=b, code="NoSuchBucket", status=404)
 
 
+class AclTests(IamCase):
+    """ACLs as S3 has them with Object Ownership "bucket owner enforced":
+    they grant nothing, so only those that say the owner has full control
+    are accepted."""
+
+    def test_canned_acls(self):
+        b = self.bucket()
+        for acl in ("private", "bucket-owner-full-control"):
+            self.root.put_object(Bucket=b, Key=acl, Body=b"x", ACL=acl)
+        for acl in ("public-read", "public-read-write", "authenticated-read"):
+            with self.subTest(acl=acl):
+                self.denied(self.root.put_object, Bucket=b, Key="k", Body=b"x", ACL=acl,
+                            code="AccessControlListNotSupported", status=400)
+                self.denied(self.root.put_bucket_acl, Bucket=b, ACL=acl,
+                            code="AccessControlListNotSupported", status=400)
+        self.denied(self.root.put_object, Bucket=b, Key="k", Body=b"x", GrantRead='uri="http://acs.amazonaws.com/groups/global/AllUsers"',
+                    code="AccessControlListNotSupported", status=400)
+        self.denied(self.root.create_bucket, Bucket=unique_bucket("iam"), ACL="public-read",
+                    code="AccessControlListNotSupported", status=400)
+        self.denied(self.root.create_multipart_upload, Bucket=b, Key="m", ACL="public-read",
+                    code="AccessControlListNotSupported", status=400)
+        self.root.put_bucket_acl(Bucket=b, ACL="private")
+        with self.assertRaises(ClientError):
+            anonymous(self.endpoint).get_object(Bucket=b, Key="private")
+
+    def test_acl_documents(self):
+        b = self.bucket("k")
+        acl = self.root.get_object_acl(Bucket=b, Key="k")
+        [grant] = acl["Grants"]
+        self.assertEqual(grant["Permission"], "FULL_CONTROL")
+        self.assertEqual(grant["Grantee"]["ID"], acl["Owner"]["ID"])
+        policy = {"Owner": acl["Owner"], "Grants": acl["Grants"]}
+        self.root.put_object_acl(Bucket=b, Key="k", AccessControlPolicy=policy)
+        self.root.put_bucket_acl(Bucket=b, AccessControlPolicy=policy)
+        wider = {"Owner": acl["Owner"], "Grants": acl["Grants"] + [
+            {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
+             "Permission": "READ"}]}
+        self.denied(self.root.put_object_acl, Bucket=b, Key="k", AccessControlPolicy=wider,
+                    code="AccessControlListNotSupported", status=400)
+        self.denied(self.root.put_object_acl, Bucket=b, Key="missing", ACL="private",
+                    code="NoSuchKey", status=404)
+
+    def test_ownership_controls(self):
+        b = self.bucket()
+        rules = self.root.get_bucket_ownership_controls(Bucket=b)["OwnershipControls"]["Rules"]
+        self.assertEqual(rules, [{"ObjectOwnership": "BucketOwnerEnforced"}])
+        self.root.put_bucket_ownership_controls(
+            Bucket=b, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+        self.denied(self.root.put_bucket_ownership_controls, Bucket=b,
+                    OwnershipControls={"Rules": [{"ObjectOwnership": "ObjectWriter"}]},
+                    code="InvalidRequest", status=400)
+
+
 class UserTests(IamCase):
     def test_readonly_user_reads_and_cannot_write(self):
         b = self.bucket("a.txt")

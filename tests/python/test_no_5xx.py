@@ -309,13 +309,13 @@ class AdminApi(ServerTestCase):
 # Operations Tessera deliberately does not implement: 501 NotImplemented is
 # their answer (as AWS answers an operation it does not implement).
 NOT_IMPLEMENTED_OK = {
-    ("PUT", "policy"), ("PUT", "lifecycle"), ("PUT", "cors"), ("PUT", "object-lock"),
-    ("PUT", "acl"), ("GET", "retention"), ("GET", "legal-hold"),
+    ("PUT", "lifecycle"), ("PUT", "cors"), ("PUT", "object-lock"),
+    ("GET", "retention"), ("GET", "legal-hold"),
     ("PUT", "retention"), ("PUT", "legal-hold"), ("POST", "form"),
     ("PUT", "website"), ("GET", "website"), ("GET", "logging"), ("GET", "replication"),
     ("GET", "notification"), ("GET", "accelerate"), ("GET", "requestPayment"),
     ("GET", "analytics"), ("GET", "metrics"), ("GET", "inventory"), ("GET", "intelligent-tiering"),
-    ("GET", "ownershipControls"), ("GET", "publicAccessBlock"), ("GET", "policyStatus"),
+    ("GET", "publicAccessBlock"),
     ("DELETE", "website"), ("DELETE", "replication"), ("GET", "torrent"),
     ("POST", "restore"), ("POST", "select"), ("PUT", "renameObject"),
 }

@@ -116,6 +116,10 @@ operations! {
     ListObjects: Bucket, act(&["s3:ListBucket"]);
     /// `HEAD /b`.
     HeadBucket: Bucket, act(&["s3:ListBucket"]);
+    /// `GET /b?ownershipControls`.
+    GetBucketOwnershipControls: Bucket, act(&["s3:GetBucketPolicy"]);
+    /// `PUT /b?ownershipControls`.
+    PutBucketOwnershipControls: Bucket, act(&["s3:PutBucketPolicy"]);
     /// `PUT /b?versioning`.
     PutBucketVersioning: Bucket, act(&["s3:PutBucketVersioning"]);
     /// `PUT /b?encryption`.
@@ -205,7 +209,6 @@ pub(crate) const UNSUPPORTED_BUCKET: &[&str] = &[
     "inventory",
     "logging",
     "metrics",
-    "ownershipControls",
     "publicAccessBlock",
     "requestPayment",
     "website",
@@ -279,6 +282,8 @@ fn bucket_op(r: &RequestView<'_>) -> Result<Op, S3Error> {
                 Op::GetBucketCors
             } else if r.has("acl") {
                 Op::GetBucketAcl
+            } else if r.has("ownershipControls") {
+                Op::GetBucketOwnershipControls
             } else {
                 match r.q("list-type") {
                     Some("2") => Op::ListObjectsV2,
@@ -311,6 +316,8 @@ fn bucket_op(r: &RequestView<'_>) -> Result<Op, S3Error> {
                 Op::PutObjectLockConfiguration
             } else if r.has("acl") {
                 Op::PutBucketAcl
+            } else if r.has("ownershipControls") {
+                Op::PutBucketOwnershipControls
             } else if r.has("policyStatus") {
                 Op::UnsupportedBucketCall
             } else {
@@ -328,7 +335,7 @@ fn bucket_op(r: &RequestView<'_>) -> Result<Op, S3Error> {
                 Op::DeleteBucketLifecycle
             } else if r.has("cors") {
                 Op::DeleteBucketCors
-            } else if r.has("policyStatus") {
+            } else if r.has("policyStatus") || r.has("ownershipControls") {
                 Op::UnsupportedBucketCall
             } else {
                 Op::DeleteBucket
@@ -434,6 +441,8 @@ mod tests {
             GetBucketLifecycle => (Method::GET, "lifecycle"),
             GetBucketCors => (Method::GET, "cors"),
             GetBucketAcl => (Method::GET, "acl"),
+            GetBucketOwnershipControls => (Method::GET, "ownershipControls"),
+            PutBucketOwnershipControls => (Method::PUT, "ownershipControls"),
             ListObjectsV2 => (Method::GET, "list-type=2"),
             ListObjects => (Method::GET, ""),
             HeadBucket => (Method::HEAD, ""),

@@ -2,7 +2,9 @@
 //! bucket, or changes its versioning or a configuration, proposes an event
 //! through raft; every node applies the events in log order and drops what
 //! its object layer cached of that bucket, so the next request reads the
-//! bucket's metadata from the drives again.
+//! bucket's metadata from the drives again. An IAM change is an event of
+//! `.minio.sys`: applying it reads the IAM documents again
+//! (`ObjectLayer::config_changed`) before the event counts as applied.
 //!
 //! The call that made the change returns once the event is applied on this
 //! node and every node that answers has applied it too (each asked for its
@@ -42,16 +44,25 @@ pub struct BucketEvents {
     inbound: Inbound,
     peers: Vec<Peer>,
     waiters: Mutex<HashMap<String, oneshot::Sender<u64>>>,
+    /// The log index of the last event this node has fully applied (what
+    /// `raft.applied` answers the node that made a change).
+    consumed: Arc<AtomicU64>,
 }
 
 impl BucketEvents {
-    pub fn new(me: String, inbound: Inbound, peers: Vec<Peer>) -> BucketEvents {
+    pub fn new(
+        me: String,
+        inbound: Inbound,
+        peers: Vec<Peer>,
+        consumed: Arc<AtomicU64>,
+    ) -> BucketEvents {
         BucketEvents {
             me,
             next: AtomicU64::new(1),
             inbound,
             peers,
             waiters: Mutex::new(HashMap::new()),
+            consumed,
         }
     }
 
@@ -140,11 +151,18 @@ impl BucketEvents {
             match a {
                 Applied::Event(e, index) => {
                     layer.forget_bucket(e.bucket());
+                    if e.bucket() == drive::format::META_VOLUME {
+                        layer.config_changed().await;
+                    }
+                    self.consumed.fetch_max(index, Ordering::SeqCst);
                     if let Some(w) = self.waiters().remove(e.origin()) {
                         let _ = w.send(index);
                     }
                 }
-                Applied::Reload => layer.forget_buckets(),
+                Applied::Reload => {
+                    layer.forget_buckets();
+                    layer.config_changed().await;
+                }
             }
         }
     }

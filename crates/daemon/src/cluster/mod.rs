@@ -760,11 +760,13 @@ pub async fn run(
         let commit = rv.lock().unwrap_or_else(|e| e.into_inner()).commit;
         async move { Ok::<_, Failure>(Bytes::copy_from_slice(&commit.to_be_bytes())) }
     });
-    // How far this node applied the log: a node that made a bucket change
+    // How far this node applied the log's bucket and IAM events (caches
+    // dropped, IAM documents read again): a node that made such a change
     // waits for the others to reach it.
-    let rv = Arc::clone(&raft_view);
+    let events_applied = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let consumed = Arc::clone(&events_applied);
     service.unary("raft.applied", move |_, _: Bytes| {
-        let applied = rv.lock().unwrap_or_else(|e| e.into_inner()).applied;
+        let applied = consumed.load(std::sync::atomic::Ordering::SeqCst);
         async move { Ok::<_, Failure>(Bytes::copy_from_slice(&applied.to_be_bytes())) }
     });
 
@@ -945,6 +947,7 @@ pub async fn run(
         me.clone(),
         inbound_tx,
         peers.clone(),
+        events_applied,
     ));
     let layer = Arc::new(
         layer

@@ -180,9 +180,14 @@ pub struct ObjectLayer {
     config_watchers: Mutex<Vec<ConfigWatcher>>,
 }
 
-/// A function told that configuration documents changed elsewhere.
+/// A function told that configuration documents changed elsewhere; the
+/// change counts as seen once its future is done.
 #[derive(Clone)]
-pub struct ConfigWatcher(pub Arc<dyn Fn() + Send + Sync>);
+pub struct ConfigWatcher(
+    pub  Arc<
+        dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync,
+    >,
+);
 
 impl std::fmt::Debug for ConfigWatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -220,9 +225,6 @@ impl ObjectLayer {
     /// configuration documents and existence): another layer over the same
     /// drives changed them.
     pub fn forget_bucket(&self, bucket: &str) {
-        if bucket == drive::format::META_VOLUME {
-            self.config_changed();
-        }
         self.bucket_gen
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.versioning
@@ -241,7 +243,6 @@ impl ObjectLayer {
 
     /// Drops what this layer cached of every bucket.
     pub fn forget_buckets(&self) {
-        self.config_changed();
         self.bucket_gen
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.versioning
@@ -258,10 +259,9 @@ impl ObjectLayer {
             .clear();
     }
 
-    /// Calls `watcher` whenever a change of the documents under
-    /// `.minio.sys/config/` is announced by another layer serving the
-    /// same drives (through the bucket hook's ordering), or when this
-    /// layer forgets every bucket (it may have missed such changes).
+    /// Calls `watcher` on every [`config_changed`](Self::config_changed):
+    /// when another layer serving the same drives announced a change of
+    /// the documents under `.minio.sys/config/`.
     pub fn watch_config(&self, watcher: ConfigWatcher) {
         self.config_watchers
             .lock()
@@ -269,14 +269,17 @@ impl ObjectLayer {
             .push(watcher);
     }
 
-    fn config_changed(&self) {
+    /// Tells every watcher that the documents under `.minio.sys/config/`
+    /// changed (a cluster calls this as it applies another node's
+    /// announcement, or after it may have missed some), and waits for them.
+    pub async fn config_changed(&self) {
         let watchers = self
             .config_watchers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         for w in watchers {
-            (w.0)();
+            (w.0)().await;
         }
     }
 

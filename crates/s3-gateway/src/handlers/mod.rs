@@ -1,6 +1,7 @@
 //! S3 operations, dispatched on method, bucket/key presence and the
 //! sub-resource named in the query.
 
+mod acl;
 mod attributes;
 mod bucket;
 mod conditional;
@@ -81,22 +82,30 @@ where
         }
         Op::GetBucketAcl => {
             gw.layer.head_bucket(ctx.bucket()).await?;
-            Ok(acl_response(ctx))
+            Ok(acl::get(ctx))
         }
+        Op::PutBucketAcl => {
+            gw.layer.head_bucket(ctx.bucket()).await?;
+            acl::put(gw, ctx).await
+        }
+        Op::GetBucketOwnershipControls => acl::get_ownership(gw, ctx).await,
+        Op::PutBucketOwnershipControls => acl::put_ownership(gw, ctx).await,
         Op::ListObjectsV2 => list::list_objects(gw, ctx, true).await,
         Op::ListObjects => list::list_objects(gw, ctx, false).await,
         Op::HeadBucket => bucket::head_bucket(gw, ctx).await,
         Op::PutBucketVersioning => bucket::put_versioning(gw, ctx).await,
         Op::PutBucketEncryption => bucket::put_encryption(gw, ctx).await,
         Op::PutBucketTagging => tagging::put_bucket(gw, ctx).await,
-        Op::PutBucketLifecycle
-        | Op::PutBucketCors
-        | Op::PutObjectLockConfiguration
-        | Op::PutBucketAcl => Err(S3Error::with_message(
-            "NotImplemented",
-            "This bucket configuration is not implemented.",
-        )),
-        Op::CreateBucket => bucket::create_bucket(gw, ctx).await,
+        Op::PutBucketLifecycle | Op::PutBucketCors | Op::PutObjectLockConfiguration => {
+            Err(S3Error::with_message(
+                "NotImplemented",
+                "This bucket configuration is not implemented.",
+            ))
+        }
+        Op::CreateBucket => {
+            acl::check_headers(ctx)?;
+            bucket::create_bucket(gw, ctx).await
+        }
         Op::DeleteBucketEncryption => bucket::delete_encryption(gw, ctx).await,
         Op::DeleteBucketTagging => tagging::delete_bucket(gw, ctx).await,
         Op::DeleteBucketLifecycle | Op::DeleteBucketCors => {
@@ -126,13 +135,16 @@ where
         Op::ListParts => multipart::list_parts(gw, ctx).await,
         Op::GetObjectAcl => {
             object::head_only(gw, ctx).await?;
-            Ok(acl_response(ctx))
+            Ok(acl::get(ctx))
+        }
+        Op::PutObjectAcl => {
+            object::head_only(gw, ctx).await?;
+            acl::put(gw, ctx).await
         }
         Op::GetObjectTagging => tagging::get(gw, ctx).await,
         Op::GetObjectAttributes => attributes::get_attributes(gw, ctx).await,
         Op::GetObjectRetention
         | Op::GetObjectLegalHold
-        | Op::PutObjectAcl
         | Op::PutObjectRetention
         | Op::PutObjectLegalHold => Err(S3Error::with_message(
             "NotImplemented",
@@ -143,12 +155,21 @@ where
         Op::UploadPartCopy => multipart::upload_part_copy(gw, ctx).await,
         Op::UploadPart => multipart::upload_part(gw, ctx).await,
         Op::PutObjectTagging => tagging::put(gw, ctx).await,
-        Op::CopyObject => object::copy_object(gw, ctx).await,
-        Op::PutObject => object::put_object(gw, ctx).await,
+        Op::CopyObject => {
+            acl::check_headers(ctx)?;
+            object::copy_object(gw, ctx).await
+        }
+        Op::PutObject => {
+            acl::check_headers(ctx)?;
+            object::put_object(gw, ctx).await
+        }
         Op::AbortMultipartUpload => multipart::abort(gw, ctx).await,
         Op::DeleteObjectTagging => tagging::delete(gw, ctx).await,
         Op::DeleteObject => object::delete_object(gw, ctx).await,
-        Op::CreateMultipartUpload => multipart::create(gw, ctx).await,
+        Op::CreateMultipartUpload => {
+            acl::check_headers(ctx)?;
+            multipart::create(gw, ctx).await
+        }
         Op::CompleteMultipartUpload => multipart::complete(gw, ctx).await,
     }
 }
@@ -159,7 +180,7 @@ fn with_status(mut e: S3Error, status: StatusCode) -> S3Error {
 }
 
 /// The canned ACL every bucket and object has: the owner has full control.
-fn acl_response<B>(ctx: &Ctx<B>) -> Response<ResponseBody> {
+pub(crate) fn acl_response<B>(ctx: &Ctx<B>) -> Response<ResponseBody> {
     let (id, name) = owner(&ctx.access_key);
     let mut w = xml::XmlWriter::new();
     w.root("AccessControlPolicy")

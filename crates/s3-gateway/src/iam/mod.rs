@@ -240,15 +240,13 @@ impl Iam {
         });
         let weak = Arc::downgrade(&iam);
         iam.layer.watch_config(ConfigWatcher(Arc::new(move || {
-            let Some(iam) = weak.upgrade() else { return };
-            let Ok(rt) = tokio::runtime::Handle::try_current() else {
-                return;
-            };
-            rt.spawn(async move {
+            let weak = weak.clone();
+            Box::pin(async move {
+                let Some(iam) = weak.upgrade() else { return };
                 if let Err(e) = iam.reload().await {
                     tracing::warn!("IAM reload after another node's change: {e}");
                 }
-            });
+            })
         })));
         iam
     }

@@ -85,6 +85,7 @@ where
     ctx.key = Some(key.clone());
     let policy_b64 = form.get("policy").unwrap_or_default();
     let policy = check_policy(policy_b64, &form, ctx.bucket(), &key, SystemTime::now())?;
+    super::acl::check_form_acl(form.get("acl"))?;
     let who = crate::authz::requester_of(gw, &ctx.access_key)?;
     let bucket = ctx.bucket().to_owned();
     if !crate::authz::allowed(gw, ctx, &who, "s3:PutObject", &bucket, Some(&key)).await? {
