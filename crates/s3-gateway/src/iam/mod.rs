@@ -653,7 +653,8 @@ impl Iam {
             return Ok(());
         }
         let doc = MappedPolicy {
-            version: 1,
+            // What current MinIO writes (it never reads the field).
+            version: 0,
             policies: names.join(","),
             updated_at: store::now_rfc3339(),
         };

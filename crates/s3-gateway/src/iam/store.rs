@@ -27,8 +27,9 @@ pub const POLICIES_PREFIX: &str = "config/iam/policies/";
 pub const USER_POLICY_PREFIX: &str = "config/iam/policydb/users/";
 pub const GROUP_POLICY_PREFIX: &str = "config/iam/policydb/groups/";
 
-/// The expiry MinIO writes for keys that never expire (Unix time 0).
-pub const NEVER: &str = "1970-01-01T00:00:00Z";
+/// The expiry MinIO writes for keys that never expire: Go's zero time
+/// (older MinIO wrote Unix time 0, which reads as never expiring too).
+pub const NEVER: &str = GO_ZERO;
 
 pub fn user_path(access_key: &str) -> String {
     format!("{USERS_PREFIX}{access_key}/identity.json")
@@ -217,7 +218,7 @@ mod tests {
     #[test]
     fn minio_identity_documents_read_and_write_in_its_shape() {
         // As MinIO writes a user made by `mc admin user add`.
-        let doc = br#"{"version":1,"credentials":{"accessKey":"alice","secretKey":"alice-secret-1","expiration":"1970-01-01T00:00:00Z","status":"on"},"updatedAt":"2026-11-28T20:01:02.123456789Z"}"#;
+        let doc = br#"{"version":1,"credentials":{"accessKey":"alice","secretKey":"alice-secret-1","expiration":"0001-01-01T00:00:00Z","status":"on"},"updatedAt":"2026-11-28T20:01:02.123456789Z"}"#;
         let u: UserIdentity = serde_json::from_slice(doc).unwrap();
         assert_eq!(u.credentials.access_key, "alice");
         assert_eq!(u.credentials.status, "on");
@@ -250,6 +251,6 @@ mod tests {
     fn times_print_as_go_prints_them() {
         let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_795_000_000, 120_000_000);
         assert_eq!(rfc3339(t), "2026-11-18T11:06:40.12Z");
-        assert_eq!(rfc3339(std::time::UNIX_EPOCH), NEVER);
+        assert_eq!(rfc3339(std::time::UNIX_EPOCH), "1970-01-01T00:00:00Z");
     }
 }
