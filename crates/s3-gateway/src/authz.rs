@@ -42,8 +42,9 @@ pub(crate) fn requester_of(gw: &Gateway, access_key: &str) -> Result<Requester, 
     // user removed or disabled since is refused as an unknown key.
     gw.iam
         .snapshot()
-        .identity(access_key)
-        .map(|id| Requester::User(Arc::new(id)))
+        .identities
+        .get(access_key)
+        .map(|id| Requester::User(Arc::clone(id)))
         .ok_or_else(|| S3Error::new("InvalidAccessKeyId"))
 }
 
@@ -133,7 +134,8 @@ where
             }
             if op == Op::DeleteObject
                 && ctx.q("versionId").is_some()
-                && denied(gw, ctx, who, "s3:DeleteObjectVersion", bucket, key).await?
+                && decide(gw, ctx, who, "s3:DeleteObjectVersion", bucket, key).await?
+                    == Decision::Deny
             {
                 return Err(S3Error::new("AccessDenied"));
             }
@@ -171,22 +173,9 @@ where
     Ok(decide(gw, ctx, who, action, bucket, key).await? == Decision::Allow)
 }
 
-/// Whether a policy explicitly denies the requester `action`.
-pub(crate) async fn denied<B>(
-    gw: &Gateway,
-    ctx: &Ctx<B>,
-    who: &Requester,
-    action: &str,
-    bucket: &str,
-    key: Option<&str>,
-) -> Result<bool, S3Error>
-where
-    B: Body,
-{
-    Ok(decide(gw, ctx, who, action, bucket, key).await? == Decision::Deny)
-}
-
-async fn decide<B>(
+/// What the policies that apply say about the requester doing `action`
+/// on `bucket` (and `key`): an explicit deny anywhere wins, then an allow.
+pub(crate) async fn decide<B>(
     gw: &Gateway,
     ctx: &Ctx<B>,
     who: &Requester,
@@ -209,7 +198,9 @@ where
         // use; a user's request goes on to the handler's answer.
         bucket_policy(gw, bucket).await.unwrap_or_default()
     };
-    let conditions = condition_values(ctx, identity);
+    let conditions = ctx
+        .conditions
+        .get_or_init(|| condition_values(ctx, identity));
     let mut decision = Decision::NotApplicable;
     let request = |as_bucket_policy: bool| policy::Request {
         action,
@@ -217,10 +208,10 @@ where
         object: key,
         account: identity.map_or("", |i| i.name.as_str()),
         groups: identity.map_or(&[][..], |i| i.groups.as_slice()),
-        principal_arn: identity.map(|i| format!("arn:aws:iam:::user/{}", i.name)),
+        principal_arn: identity.map(|i| i.arn.clone()),
         anonymous: identity.is_none(),
         bucket_policy: as_bucket_policy,
-        conditions: &conditions,
+        conditions,
     };
     if let Some(id) = identity {
         let r = request(false);

@@ -204,6 +204,9 @@ pub(crate) struct Ctx<B> {
     pub slot: Option<Slot>,
     /// Who the request acts as, once authorised.
     pub requester: crate::authz::Requester,
+    /// The condition keys' values, filled at the first policy decision
+    /// (the requester does not change within a request).
+    pub conditions: std::sync::OnceLock<std::collections::HashMap<String, Vec<String>>>,
 }
 
 impl<B> Ctx<B> {
@@ -353,6 +356,7 @@ impl Gateway {
             bytes_in: 0,
             slot: None,
             requester: crate::authz::Requester::Anonymous,
+            conditions: std::sync::OnceLock::new(),
         };
         let head = ctx.parts.method == Method::HEAD;
         let mut resp = match self.serve(&mut ctx).await {

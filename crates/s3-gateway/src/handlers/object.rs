@@ -707,7 +707,8 @@ where
         return Ok(false);
     }
     Ok(!(versioned
-        && crate::authz::denied(gw, ctx, who, "s3:DeleteObjectVersion", bucket, Some(key)).await?))
+        && crate::authz::decide(gw, ctx, who, "s3:DeleteObjectVersion", bucket, Some(key)).await?
+            == policy::Decision::Deny))
 }
 
 /// The plaintext of a stored object as a stream, produced by a task

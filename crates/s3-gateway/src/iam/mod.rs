@@ -110,6 +110,9 @@ pub struct IamState {
     pub group_policies: HashMap<String, Vec<String>>,
     /// Groups each user is a member of (from the groups' member lists).
     pub member_of: HashMap<String, Vec<String>>,
+    /// The identity of every enabled user, resolved once per view: a
+    /// request takes its user's with one lookup.
+    pub identities: HashMap<String, Arc<Identity>>,
 }
 
 /// The identity of a signed request that is not the root user's: its
@@ -118,6 +121,8 @@ pub struct IamState {
 #[derive(Debug, Clone)]
 pub struct Identity {
     pub name: String,
+    /// `arn:aws:iam:::user/<name>`, which bucket policies name.
+    pub arn: String,
     pub groups: Vec<String>,
     pub policies: Vec<Arc<Policy>>,
 }
@@ -154,6 +159,7 @@ impl IamState {
         }
         Some(Identity {
             name: access_key.to_owned(),
+            arn: format!("arn:aws:iam:::user/{access_key}"),
             groups,
             policies,
         })
@@ -357,6 +363,12 @@ impl Iam {
                 .await?
             {
                 st.group_policies.insert(name, m.names());
+            }
+        }
+        let names: Vec<String> = st.users.keys().cloned().collect();
+        for name in names {
+            if let Some(id) = st.identity(&name) {
+                st.identities.insert(name, Arc::new(id));
             }
         }
         // A reload that began later read the drives later: its view wins.
