@@ -114,6 +114,12 @@ pub const API_SIGV2: EnvVar = EnvVar {
     help: "off: refuse requests signed with AWS Signature Version 2 (header, presigned URLs and \
            POST forms); default on, as MinIO",
 };
+pub const TEST_STS_MIN_DURATION: EnvVar = EnvVar {
+    name: "TESSERA_TEST_STS_MIN_DURATION",
+    aliases: &[],
+    help: "FOR TESTS ONLY: the shortest STS AssumeRole session granted (Go-style duration, at \
+           least 1s), so that tests of expiry need not wait; default 15m, MinIO's minimum",
+};
 pub const LOG: EnvVar = EnvVar {
     name: "TESSERA_LOG",
     aliases: &[],
@@ -280,6 +286,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     KMS_AUTO_ENCRYPTION,
     INSECURE_SSE_C,
     API_SIGV2,
+    TEST_STS_MIN_DURATION,
     LOG,
     LOG_FORMAT,
     SHUTDOWN_TIMEOUT,

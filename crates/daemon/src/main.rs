@@ -411,6 +411,7 @@ pub(crate) fn gateway_config(
             insecure_sse_c: cfg.insecure_sse_c,
         },
         sigv2: cfg.sigv2,
+        sts_min_duration_secs: cfg.sts_min_duration_secs,
         limits: GatewayLimits {
             max_requests,
             request_wait: cfg.requests_deadline,

@@ -40,12 +40,49 @@ pub(crate) fn requester_of(gw: &Gateway, access_key: &str) -> Result<Requester, 
     }
     // The verifier found the key among the enabled users a moment ago; a
     // user removed or disabled since is refused as an unknown key.
-    gw.iam
-        .snapshot()
-        .identities
-        .get(access_key)
-        .map(|id| Requester::User(Arc::clone(id)))
-        .ok_or_else(|| S3Error::new("InvalidAccessKeyId"))
+    let st = gw.iam.snapshot();
+    if let Some(id) = st.identities.get(access_key) {
+        return Ok(Requester::User(Arc::clone(id)));
+    }
+    // Temporary credentials: the verifier checked their token; they may
+    // have expired since.
+    if let (Some(t), Some(id)) = (st.temps.get(access_key), st.temp_identities.get(access_key)) {
+        if t.expired_at(crate::iam::temp::unix_now()) {
+            return Err(S3Error::new("ExpiredToken"));
+        }
+        return Ok(Requester::User(Arc::clone(id)));
+    }
+    Err(S3Error::new("InvalidAccessKeyId"))
+}
+
+/// What an identity's own policies say: everything for temporary
+/// credentials of the root user, else its policies combined (a deny
+/// wins).
+fn identity_decision(id: &Identity, r: &policy::Request<'_>) -> Decision {
+    if id.root_parent {
+        return Decision::Allow;
+    }
+    let mut decision = Decision::NotApplicable;
+    for p in &id.policies {
+        decision = decision.combine(p.evaluate(r));
+        if decision == Decision::Deny {
+            break;
+        }
+    }
+    decision
+}
+
+/// `decision` restricted by the identity's session policy, if it has
+/// one: allowed only if the session policy allows too; its deny wins.
+fn restrict(id: Option<&Identity>, decision: Decision, r: &policy::Request<'_>) -> Decision {
+    let Some(sp) = id.and_then(|i| i.session_policy.as_ref()) else {
+        return decision;
+    };
+    match (decision, sp.evaluate(r)) {
+        (Decision::Deny, _) | (_, Decision::Deny) => Decision::Deny,
+        (Decision::Allow, Decision::Allow) => Decision::Allow,
+        _ => Decision::NotApplicable,
+    }
 }
 
 /// A bucket policy document and its parsed form.
@@ -214,18 +251,19 @@ where
         conditions,
     };
     if let Some(id) = identity {
-        let r = request(false);
-        for p in &id.policies {
-            decision = decision.combine(p.evaluate(&r));
-            if decision == Decision::Deny {
-                return Ok(decision);
-            }
+        decision = identity_decision(id, &request(false));
+        if decision == Decision::Deny {
+            return Ok(decision);
         }
     }
-    if let Some(p) = bucket_policy {
+    if let Some(p) = bucket_policy
+        && !identity.is_some_and(|i| i.root_parent)
+    {
         decision = decision.combine(p.evaluate(&request(true)));
     }
-    Ok(decision)
+    // A session policy bounds what temporary credentials may do, whoever
+    // else allows it.
+    Ok(restrict(identity, decision, &request(false)))
 }
 
 /// Whether a user's policies allow the admin API action `action`
@@ -243,11 +281,7 @@ pub(crate) fn admin_allowed(id: &Identity, action: &str) -> bool {
         bucket_policy: false,
         conditions: &conditions,
     };
-    let mut decision = Decision::NotApplicable;
-    for p in &id.policies {
-        decision = decision.combine(p.evaluate(&r));
-    }
-    decision == Decision::Allow
+    restrict(Some(id), identity_decision(id, &r), &r) == Decision::Allow
 }
 
 /// The condition keys' values of a request (lower-case keys), as S3 and

@@ -155,6 +155,7 @@ fn default_of(code: &str) -> (StatusCode, &'static str) {
             "The requested range is not satisfiable",
         ),
         "InvalidRequest" => (S::BAD_REQUEST, "Invalid Request"),
+        "ExpiredToken" => (S::FORBIDDEN, "The provided token has expired."),
         "AccessControlListNotSupported" => (S::BAD_REQUEST, "The bucket does not allow ACLs"),
         "MalformedACLError" => (
             S::BAD_REQUEST,

@@ -33,6 +33,7 @@ mod rfc2047;
 pub mod router;
 mod service;
 pub mod splice;
+mod sts;
 mod time;
 mod xml;
 

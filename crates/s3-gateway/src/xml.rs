@@ -24,10 +24,15 @@ impl XmlWriter {
 
     /// Opens the root element with S3's namespace.
     pub(crate) fn root(&mut self, name: &str) -> &mut Self {
+        self.root_ns(name, S3_NS)
+    }
+
+    /// Opens the root element with namespace `ns`.
+    pub(crate) fn root_ns(&mut self, name: &str, ns: &str) -> &mut Self {
         self.out.push('<');
         self.out.push_str(name);
         self.out.push_str(" xmlns=\"");
-        self.out.push_str(S3_NS);
+        self.out.push_str(ns);
         self.out.push_str("\">");
         self
     }

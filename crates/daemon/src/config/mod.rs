@@ -83,6 +83,8 @@ pub struct ServerConfig {
     pub insecure_sse_c: bool,
     /// Whether SigV2-signed requests are accepted.
     pub sigv2: bool,
+    /// The shortest STS session, seconds (tests set it below MinIO's 900).
+    pub sts_min_duration_secs: u64,
     pub scanner: ScanOptions,
     pub shutdown_timeout: Duration,
     /// Deadline of every drive operation and probe interval of offline
@@ -325,6 +327,17 @@ impl ServerConfig {
         }
         let insecure_sse_c = on_off(&cli::INSECURE_SSE_C)?;
         let sigv2 = on_off_or(&cli::API_SIGV2, true)?;
+        let sts_min_duration_secs =
+            duration_var(env, &cli::TEST_STS_MIN_DURATION, Duration::from_secs(900))?.as_secs();
+        if sts_min_duration_secs == 0 {
+            return err("TESSERA_TEST_STS_MIN_DURATION must be at least 1s");
+        }
+        if sts_min_duration_secs < 900 {
+            tracing::warn!(
+                secs = sts_min_duration_secs,
+                "TESSERA_TEST_STS_MIN_DURATION shortens STS sessions below MinIO's 15 minutes: for tests only"
+            );
+        }
         let splice_get = on_off(&cli::SPLICE_GET)?;
         let huge_fill = match env.get(&cli::HUGE_FILL) {
             Some((v, _)) if v.trim().eq_ignore_ascii_case("auto") => None,
@@ -454,6 +467,7 @@ impl ServerConfig {
             auto_encryption,
             insecure_sse_c,
             sigv2,
+            sts_min_duration_secs,
             scanner: ScanOptions {
                 versions_per_sec: rate,
                 interval,

@@ -278,11 +278,16 @@ impl Gateway {
                 if !crate::authz::admin_allowed(id, action) {
                     return Err(S3Error::new("AccessDenied"));
                 }
-                self.iam
-                    .snapshot()
-                    .users
-                    .get(&id.name)
-                    .map(|u| u.secret_key.clone())
+                // madmin seals payloads with the caller's secret key: the
+                // temporary one for temporary credentials.
+                let st = self.iam.snapshot();
+                if id.temporary {
+                    st.temps
+                        .get(&verified.access_key)
+                        .map(|t| t.secret_key.clone())
+                } else {
+                    st.users.get(&id.name).map(|u| u.secret_key.clone())
+                }
             }
             Requester::Anonymous => None,
         }

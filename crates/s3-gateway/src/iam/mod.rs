@@ -10,6 +10,8 @@
 //! snapshots ([`Iam::snapshot`]): a request sees one consistent view.
 
 pub mod store;
+pub mod temp;
+pub mod token;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -113,6 +115,10 @@ pub struct IamState {
     /// The identity of every enabled user, resolved once per view: a
     /// request takes its user's with one lookup.
     pub identities: HashMap<String, Arc<Identity>>,
+    /// Live temporary credentials (STS), by access key.
+    pub temps: HashMap<String, Arc<temp::TempCred>>,
+    /// The identity of each temporary credential whose parent is enabled.
+    pub temp_identities: HashMap<String, Arc<Identity>>,
 }
 
 /// The identity of a signed request that is not the root user's: its
@@ -125,6 +131,14 @@ pub struct Identity {
     pub arn: String,
     pub groups: Vec<String>,
     pub policies: Vec<Arc<Policy>>,
+    /// The session policy of temporary credentials: what it does not
+    /// allow is refused whatever the other policies say.
+    pub session_policy: Option<Arc<Policy>>,
+    /// Temporary credentials of the root user: allowed everything the
+    /// session policy allows.
+    pub root_parent: bool,
+    /// Temporary credentials (which cannot make more).
+    pub temporary: bool,
 }
 
 impl IamState {
@@ -162,6 +176,9 @@ impl IamState {
             arn: format!("arn:aws:iam:::user/{access_key}"),
             groups,
             policies,
+            session_policy: None,
+            root_parent: false,
+            temporary: false,
         })
     }
 }
@@ -176,6 +193,9 @@ pub struct Iam {
     changes: tokio::sync::Mutex<()>,
     /// Tickets of reloads: a view is installed only over an older one.
     reloads: std::sync::atomic::AtomicU64,
+    /// The shortest STS session granted, seconds (MinIO's 900 unless a
+    /// test shortens it).
+    sts_min_duration: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Iam {
@@ -243,6 +263,7 @@ impl Iam {
             })),
             changes: tokio::sync::Mutex::new(()),
             reloads: std::sync::atomic::AtomicU64::new(0),
+            sts_min_duration: std::sync::atomic::AtomicU64::new(temp::MIN_DURATION),
         });
         let weak = Arc::downgrade(&iam);
         iam.layer.watch_config(ConfigWatcher(Arc::new(move || {
@@ -255,6 +276,19 @@ impl Iam {
             })
         })));
         iam
+    }
+
+    /// Sets the shortest STS session granted (seconds, at least 1): for
+    /// tests of expiry, which cannot wait MinIO's 15 minutes.
+    pub fn set_sts_min_duration(&self, secs: u64) {
+        self.sts_min_duration
+            .store(secs.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The shortest STS session granted, seconds.
+    pub fn sts_min_duration(&self) -> u64 {
+        self.sts_min_duration
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The current view.
@@ -371,6 +405,7 @@ impl Iam {
                 st.identities.insert(name, Arc::new(id));
             }
         }
+        self.load_temps(&mut st).await?;
         // A reload that began later read the drives later: its view wins.
         let mut cur = self.state.write().unwrap_or_else(|p| p.into_inner());
         if cur.generation < ticket {
@@ -500,6 +535,13 @@ impl Iam {
                     .cloned()
                     .collect();
                 self.write_group(g, members, group.enabled).await?;
+            }
+        }
+        // Its temporary credentials go with it (a user made again with
+        // the same name does not inherit them).
+        for (ak, t) in &st.temps {
+            if t.parent == access_key {
+                self.layer.delete_config(&store::sts_path(ak)).await?;
             }
         }
         self.layer
@@ -767,7 +809,8 @@ impl Iam {
 }
 
 /// The credentials a gateway verifies signatures with: the root user's,
-/// then the enabled users'.
+/// then the enabled users', then the live temporary credentials of
+/// enabled parents (with their session token).
 pub(crate) struct GatewayCredentials {
     pub iam: Arc<Iam>,
 }
@@ -778,10 +821,22 @@ impl CredentialsProvider for GatewayCredentials {
             return Some(c);
         }
         let st = self.iam.snapshot();
-        let u = st.users.get(access_key).filter(|u| u.enabled)?;
-        Some(Credentials::new(
-            u.secret_key.clone(),
-            Principal::new(access_key.to_owned()),
-        ))
+        if let Some(u) = st.users.get(access_key).filter(|u| u.enabled) {
+            return Some(Credentials::new(
+                u.secret_key.clone(),
+                Principal::new(access_key.to_owned()),
+            ));
+        }
+        // An expired credential is unknown from its expiry on; the
+        // service tells the client its token expired (see `sts`).
+        let t = st
+            .temps
+            .get(access_key)
+            .filter(|t| !t.expired_at(temp::unix_now()))
+            .filter(|_| st.temp_identities.contains_key(access_key))?;
+        Some(
+            Credentials::new(t.secret_key.clone(), Principal::new(t.parent.clone()))
+                .with_session_token(t.session_token.clone()),
+        )
     }
 }

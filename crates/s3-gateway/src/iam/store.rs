@@ -9,6 +9,7 @@
 //! policies/<name>/policy.json          {"Version":1,"Policy":{..},"CreateDate":..,"UpdateDate":..}
 //! policydb/users/<access key>.json     {"version":1,"policy":"a,b","updatedAt":..}
 //! policydb/groups/<group>.json         (the same)
+//! sts/<access key>/identity.json       temporary credentials (AssumeRole)
 //! ```
 //!
 //! MinIO writes these documents in the clear unless it has a KMS, and
@@ -26,6 +27,9 @@ pub const GROUPS_PREFIX: &str = "config/iam/groups/";
 pub const POLICIES_PREFIX: &str = "config/iam/policies/";
 pub const USER_POLICY_PREFIX: &str = "config/iam/policydb/users/";
 pub const GROUP_POLICY_PREFIX: &str = "config/iam/policydb/groups/";
+/// Temporary credentials of AssumeRole (MinIO writes no policy mapping for
+/// those of a user: their rights are the parent's and the token's).
+pub const STS_PREFIX: &str = "config/iam/sts/";
 
 /// The expiry MinIO writes for keys that never expire: Go's zero time
 /// (older MinIO wrote Unix time 0, which reads as never expiring too).
@@ -33,6 +37,10 @@ pub const NEVER: &str = GO_ZERO;
 
 pub fn user_path(access_key: &str) -> String {
     format!("{USERS_PREFIX}{access_key}/identity.json")
+}
+
+pub fn sts_path(access_key: &str) -> String {
+    format!("{STS_PREFIX}{access_key}/identity.json")
 }
 
 pub fn group_path(group: &str) -> String {
