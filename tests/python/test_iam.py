@@ -139,6 +139,23 @@ class BucketPolicyTests(IamCase):
         self.denied(anon.put_object, Bucket=b, Key="elsewhere", Body=b"x")
         self.denied(anon.get_object, Bucket=b, Key="uploads/x")
 
+    def test_anonymous_multi_delete_is_decided_key_by_key(self):
+        b = self.bucket("drop/a", "keep/b")
+        anon = anonymous(self.endpoint)
+        objects = {"Objects": [{"Key": "drop/a"}, {"Key": "keep/b"}]}
+        # No bucket policy: the request is refused before its body is read.
+        self.denied(anon.delete_objects, Bucket=b, Delete=objects)
+        self.root.put_bucket_policy(Bucket=b, Policy=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:DeleteObject",
+                           "Resource": f"arn:aws:s3:::{b}/drop/*"}],
+        }))
+        out = anon.delete_objects(Bucket=b, Delete=objects)
+        self.assertEqual([d["Key"] for d in out.get("Deleted", [])], ["drop/a"])
+        self.assertEqual([(e["Key"], e["Code"]) for e in out["Errors"]], [("keep/b", "AccessDenied")])
+        keys = [o["Key"] for o in self.root.list_objects_v2(Bucket=b)["Contents"]]
+        self.assertEqual(keys, ["keep/b"])
+
     def test_malformed_policies_are_refused(self):
         b = self.bucket()
         other = unique_bucket("iam")

@@ -158,8 +158,14 @@ where
         // The form's own signature and policy are checked as it is read;
         // its key is authorised there (`allowed` with the form's key).
         Access::PostForm(_) => Ok(()),
-        // Each key is authorised as the handler reads it.
-        Access::PerObject(_) => Ok(()),
+        // Each key is authorised as the handler reads it; an anonymous
+        // request is read only where a bucket policy might allow it.
+        Access::PerObject(_) => match who {
+            Requester::Anonymous if bucket_policy(gw, bucket).await.ok().flatten().is_none() => {
+                Err(S3Error::new("AccessDenied"))
+            }
+            _ => Ok(()),
+        },
         Access::Actions(actions) => {
             for a in actions {
                 let ok = allowed(gw, ctx, who, a, bucket, key).await?
