@@ -16,9 +16,11 @@ contract that Tessera reads and writes MinIO's IAM documents
   GET works on the public bucket and anonymous PUT does not. `mc admin
   user list|info`, `group info` and `policy list|info` show through
   Tessera what they showed through MinIO.
+  Temporary credentials of `reader` from MinIO's STS (narrowed by a
+  session policy) act the same on Tessera.
 - Tessera to MinIO: the same made with mc against Tessera on fresh
   drives, checked against Tessera, which stops; MinIO starts on the drives
-  and gives the same answers.
+  and gives the same answers, to Tessera's temporary credentials too.
 - The documents themselves: MinIO on four drives and Tessera on four
   others are given the same users, group, policies and bucket policy; the
   same documents must be at the same paths with the same fields and
@@ -213,6 +215,39 @@ def anonymous(endpoint, retries=1):
                       retries={"total_max_attempts": retries, "mode": "standard"},
                       connect_timeout=10, read_timeout=60),
     )
+
+
+def assume_reader(endpoint, retries):
+    """Temporary credentials of `reader` (readonly) from `endpoint`'s STS,
+    for an hour, narrowed by a session policy to DATA's objects."""
+    sts = boto3.session.Session().client(
+        "sts", endpoint_url=endpoint, region_name=REGION,
+        aws_access_key_id="reader", aws_secret_access_key=USERS["reader"][0],
+        config=Config(retries={"total_max_attempts": retries, "mode": "standard"}))
+    session = {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:aws:s3:::{DATA}/*"]}]}
+    return sts.assume_role(RoleArn="arn:xxx:xxx:xxx:xxxx", RoleSessionName="interop",
+                           DurationSeconds=3600, Policy=json.dumps(session))["Credentials"]
+
+
+def check_temporary(test, endpoint, creds, retries, who):
+    """What `assume_reader`'s credentials may do on `endpoint`: read DATA,
+    not PUBLIC (the session policy), never write (the parent's policy)."""
+    s3 = boto3.session.Session().client(
+        "s3", endpoint_url=endpoint, region_name=REGION,
+        aws_access_key_id=creds["AccessKeyId"], aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds["SessionToken"],
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                      retries={"total_max_attempts": retries, "mode": "standard"}))
+    got = s3.get_object(Bucket=DATA, Key="a.txt")["Body"].read()
+    test.assertEqual(got, OBJECTS[(DATA, "a.txt")], f"{who}: temporary read")
+    for what, call, params in [
+        ("write", s3.put_object, {"Bucket": DATA, "Key": "temp-put", "Body": b"x"}),
+        ("read outside the session policy", s3.get_object, {"Bucket": PUBLIC, "Key": "p.txt"}),
+    ]:
+        with test.assertRaises(ClientError, msg=f"{who}: temporary {what}") as cm:
+            call(**params)
+        test.assertEqual(cm.exception.response["Error"]["Code"], "AccessDenied", f"{who}: {what}")
 
 
 # --- the drives' documents, for failure messages -------------------------
@@ -671,6 +706,8 @@ class IamMinio(unittest.TestCase):
             oracle_view = admin_view(self, self.mc, "minio")
             oracle_policy = bucket_policy(minio_client(endpoint))
             check_admin_api_refused(self, self.mc, endpoint, "minio")
+            creds = assume_reader(endpoint, MINIO_ATTEMPTS)
+            check_temporary(self, endpoint, creds, MINIO_ATTEMPTS, "minio")
         self.minio.stop()
         minio_docs = documents(self.tessera.drives)
 
@@ -684,6 +721,9 @@ class IamMinio(unittest.TestCase):
             check_admin_api_refused(self, self.mc, endpoint, "tessera")
             # Tessera only read: the documents are as MinIO left them.
             self.assertEqual(documents(self.tessera.drives), minio_docs)
+            # MinIO's temporary credentials (its session token, its STS
+            # document) act the same on Tessera.
+            check_temporary(self, endpoint, creds, 1, "tessera, minio's session")
             check_enabling(self, self.mc, endpoint, client, "tessera")
         self.tessera.stop()
         print(f"\nminio -> tessera in {time.monotonic() - self.started:.1f} s")
@@ -696,6 +736,8 @@ class IamMinio(unittest.TestCase):
             mine = check_rights(self, endpoint, "tessera", client, "t")
             my_view = admin_view(self, self.mc, "tessera")
             my_policy = bucket_policy(client(endpoint))
+            creds = assume_reader(endpoint, 1)
+            check_temporary(self, endpoint, creds, 1, "tessera")
         code = self.tessera.stop()
         self.assertEqual(code, 0, f"tessera's exit code:\n{self.tessera.log_tail()}")
 
@@ -709,6 +751,7 @@ class IamMinio(unittest.TestCase):
             self.assertEqual(my_policy, policy, "the bucket policy tessera stored, read by minio")
             check_admin_api_refused(self, self.mc, endpoint, "minio")
             check_enabling(self, self.mc, endpoint, minio_client, "minio")
+            check_temporary(self, endpoint, creds, MINIO_ATTEMPTS, "minio, tessera's session")
         self.minio.stop()
         print(f"\ntessera -> minio in {time.monotonic() - self.started:.1f} s")
 
