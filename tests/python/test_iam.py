@@ -329,6 +329,24 @@ class UserTests(IamCase):
         self.denied(frank.put_object, Bucket=b, Key="home/frank-1/plain", Body=b"x")
         frank.put_object(Bucket=b, Key="home/frank-1/sealed", Body=b"x", ServerSideEncryption="AES256")
 
+    def test_existing_object_tags(self):
+        b = self.bucket()
+        self.root.put_object(Bucket=b, Key="alpha", Body=b"a", Tagging="project=alpha&stage=one")
+        self.root.put_object(Bucket=b, Key="beta", Body=b"b", Tagging="project=beta")
+        self.root.put_object(Bucket=b, Key="untagged", Body=b"u")
+        self.policy("project-alpha", {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:aws:s3:::{b}/*"],
+                           "Condition": {"StringEquals": {"s3:ExistingObjectTag/project": "alpha"}}}],
+        })
+        kim = self.user("kim-1", "kim-secret-12", "project-alpha")
+        self.assertEqual(kim.get_object(Bucket=b, Key="alpha")["Body"].read(), b"a")
+        self.denied(kim.get_object, Bucket=b, Key="beta")
+        self.denied(kim.get_object, Bucket=b, Key="untagged")
+        # Retagged, the object follows its new tags.
+        self.root.put_object_tagging(Bucket=b, Key="beta", Tagging={"TagSet": [{"Key": "project", "Value": "alpha"}]})
+        self.assertEqual(kim.get_object(Bucket=b, Key="beta")["Body"].read(), b"b")
+
     def test_source_ip_and_secure_transport(self):
         b = self.bucket("a.txt")
         self.policy("from-elsewhere", {

@@ -282,6 +282,16 @@ impl Policy {
     pub fn kind(&self) -> Kind {
         self.kind
     }
+
+    /// Whether a condition of this policy reads a key starting with
+    /// `prefix` (lower case, such as `s3:existingobjecttag/`): the caller
+    /// fills costly values only for policies that read them.
+    pub fn uses_condition_key(&self, prefix: &str) -> bool {
+        self.statements
+            .iter()
+            .flat_map(|s| &s.conditions)
+            .any(|c| c.key.lookup.starts_with(prefix))
+    }
 }
 
 /// The request's resource path as MinIO builds it: `bucket/key`; for the

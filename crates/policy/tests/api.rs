@@ -574,3 +574,18 @@ fn canonical_json() {
     );
     assert_eq!(Policy::parse(b.to_json().as_bytes()).unwrap(), b);
 }
+
+#[test]
+fn a_policy_says_which_condition_keys_it_reads() {
+    let p = policy::Policy::parse_iam(
+        br#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject"],
+            "Resource":["arn:aws:s3:::b/*"],
+            "Condition":{"StringEquals":{"s3:ExistingObjectTag/Project":"alpha"}}}]}"#,
+    )
+    .unwrap();
+    assert!(p.uses_condition_key("s3:existingobjecttag/"));
+    assert!(p.uses_condition_key("s3:existingobjecttag/project"));
+    assert!(!p.uses_condition_key("aws:sourceip"));
+    let plain = policy::builtin::get("readwrite").unwrap();
+    assert!(!plain.uses_condition_key("s3:existingobjecttag/"));
+}

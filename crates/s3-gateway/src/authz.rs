@@ -241,6 +241,33 @@ where
         // use; a user's request goes on to the handler's answer.
         bucket_policy(gw, bucket).await.unwrap_or_default()
     };
+    if ctx.conditions.get().is_none() {
+        let mut values = condition_values(ctx, identity);
+        // `s3:ExistingObjectTag/<key>`: the addressed object's tags, read
+        // only when a policy in play tests them (it costs a metadata read).
+        const TAGS: &str = "s3:existingobjecttag/";
+        let reads_tags = identity.is_some_and(|i| {
+            i.policies.iter().any(|p| p.uses_condition_key(TAGS))
+                || i.session_policy
+                    .as_ref()
+                    .is_some_and(|p| p.uses_condition_key(TAGS))
+        }) || bucket_policy
+            .as_ref()
+            .is_some_and(|p| p.uses_condition_key(TAGS));
+        if reads_tags
+            && let Some(k) = key
+            && bucket == ctx.bucket()
+            && Some(k) == ctx.key.as_deref()
+        {
+            for (tag, value) in existing_tags(gw, ctx, bucket, k).await {
+                values
+                    .entry(format!("{TAGS}{}", tag.to_lowercase()))
+                    .or_default()
+                    .push(value);
+            }
+        }
+        let _ = ctx.conditions.set(values);
+    }
     let conditions = ctx
         .conditions
         .get_or_init(|| condition_values(ctx, identity));
@@ -270,6 +297,32 @@ where
     // A session policy bounds what temporary credentials may do, whoever
     // else allows it.
     Ok(restrict(identity, decision, &request(false)))
+}
+
+/// The tags of the object a request addresses (its `versionId`'s, or the
+/// latest), none when it has none or cannot be read (the handler answers
+/// for a missing object).
+async fn existing_tags<B>(
+    gw: &Gateway,
+    ctx: &Ctx<B>,
+    bucket: &str,
+    key: &str,
+) -> Vec<(String, String)> {
+    let version = match ctx.q("versionId") {
+        None => None,
+        Some(v) => match object::layer::VersionSel::parse(v) {
+            Some(v) => Some(v),
+            None => return Vec::new(),
+        },
+    };
+    let Ok(info) = gw.layer.head_object(bucket, key, version).await else {
+        return Vec::new();
+    };
+    info.metadata
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(crate::handlers::TAGGING_KEY))
+        .and_then(|(_, v)| crate::handlers::parse_tags(v).ok())
+        .unwrap_or_default()
 }
 
 /// Whether a user's policies allow the admin API action `action`

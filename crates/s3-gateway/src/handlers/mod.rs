@@ -15,6 +15,7 @@ mod tagging;
 
 pub(crate) use object::copy_source;
 pub(crate) use post::{boundary as post_boundary, post_object};
+pub(crate) use tagging::{TAGGING_KEY, parse_query as parse_tags};
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
