@@ -1,5 +1,7 @@
 //! DARE 2.0 sealing and opening (the data path of SSE-C / SSE-S3 /
-//! SSE-KMS), per cipher suite, in bytes of plaintext per second.
+//! SSE-KMS), per cipher suite, in bytes of plaintext per second; and one
+//! madmin payload decryption (the admin API's key derivation and stream),
+//! per algorithm, with a fresh and a reused Argon2id buffer.
 //!
 //! ```text
 //! cargo bench -p tessera-benches --bench sse
@@ -31,5 +33,24 @@ fn dare(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, dare);
+fn madmin(c: &mut Criterion) {
+    use sse::madmin::{Algorithm, Argon2Memory, decrypt, decrypt_with, encrypt};
+    let password = b"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    let mut g = c.benchmark_group("madmin/decrypt-100B");
+    g.sample_size(10);
+    let mut memory = Argon2Memory::new();
+    for algorithm in Algorithm::ALL {
+        let payload = encrypt(password, [1; 32], [2; 8], algorithm, &[7; 100]);
+        let name = format!("{algorithm:?}");
+        g.bench_function(BenchmarkId::new("fresh", &name), |b| {
+            b.iter(|| decrypt(password, &payload).expect("decrypts"));
+        });
+        g.bench_function(BenchmarkId::new("reused", &name), |b| {
+            b.iter(|| decrypt_with(&mut memory, password, &payload).expect("decrypts"));
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, dare, madmin);
 criterion_main!(benches);

@@ -53,9 +53,9 @@
 //! Argon2id fills 64 MiB per call, on the calling thread (the lanes are
 //! computed one after the other: the result does not depend on that, and
 //! it keeps rayon out). Measured on this project's 2-core development
-//! machine (AMD EPYC, AVX2) with `cargo test -p sse --release --test madmin
-//! -- --ignored --nocapture cost`, the median of 7 calls on a 100-byte
-//! payload, stable over three runs:
+//! machine (AMD EPYC, AVX2), the median of 7 calls on a 100-byte payload,
+//! stable over three runs (`cargo bench -p tessera-benches --bench sse --
+//! madmin` measures the same calls):
 //!
 //! | call | median |
 //! |---|---|

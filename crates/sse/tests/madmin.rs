@@ -3,7 +3,6 @@
 //! tampering.
 
 use std::collections::HashMap;
-use std::time::Instant;
 
 use ring::aead::{AES_256_GCM, Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 use serde::Deserialize;
@@ -450,45 +449,5 @@ fn every_change_to_a_stream_is_refused() {
         {
             assert!(open_stream(other, &key, nonce, &s).is_err());
         }
-    }
-}
-
-/// The cost of one call, as the module docs report it:
-/// `cargo test -p sse --release --test madmin -- --ignored --nocapture cost`.
-#[test]
-#[ignore = "timing; run with --release"]
-fn cost() {
-    fn median(mut f: impl FnMut()) -> f64 {
-        let mut runs: Vec<f64> = (0..7)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        runs.sort_by(f64::total_cmp);
-        runs[3]
-    }
-    let password = b"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
-    for algorithm in Algorithm::ALL {
-        let payload = encrypt(password, [1; 32], [2; 8], algorithm, &[7; 100]);
-        let ms = median(|| {
-            decrypt(password, &payload).unwrap();
-        });
-        println!("decrypt, {algorithm:?}, 100 bytes: median {ms:.1} ms");
-        let mut memory = Argon2Memory::new();
-        let ms = median(|| {
-            decrypt_with(&mut memory, password, &payload).unwrap();
-        });
-        println!("decrypt_with, {algorithm:?}, 100 bytes: median {ms:.1} ms");
-    }
-    let key = [3u8; 32];
-    let mib = vec![0u8; 1 << 20];
-    for algorithm in Algorithm::ALL {
-        let s = seal_stream(algorithm, &key, [4; 8], &mib);
-        let ms = median(|| {
-            open_stream(algorithm, &key, [4; 8], &s).unwrap();
-        });
-        println!("open_stream, {algorithm:?}, 1 MiB: median {ms:.2} ms");
     }
 }
