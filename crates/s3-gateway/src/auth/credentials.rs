@@ -105,6 +105,11 @@ impl StaticCredentials {
         self.keys.insert(access_key.into(), credentials);
     }
 
+    /// Whether `access_key` is one of these (without copying its secret).
+    pub fn contains(&self, access_key: &str) -> bool {
+        self.keys.contains_key(access_key)
+    }
+
     /// Builder form of [`insert`](Self::insert).
     pub fn with(mut self, access_key: impl Into<String>, credentials: Credentials) -> Self {
         self.insert(access_key, credentials);

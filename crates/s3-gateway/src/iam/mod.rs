@@ -298,7 +298,7 @@ impl Iam {
 
     /// Whether `access_key` is the root user's.
     pub fn is_root(&self, access_key: &str) -> bool {
-        self.root.lookup(access_key).is_some()
+        self.root.contains(access_key)
     }
 
     /// The secret key of root access key `access_key`.
