@@ -120,22 +120,32 @@ def mc(c, i, *args):
 
 class AnyNodeServesAnyObject(unittest.TestCase):
     def check_identities_hold_on_every_node(self, c, s3):
-        """A user, its policy and a bucket policy made through one node
-        hold on every other as soon as the call returns."""
+        """A user, its policy, its service account and a bucket policy
+        made through one node hold on every other as soon as the call
+        returns."""
         mc(c, 0, "admin", "user", "add", "c", "cluster-user", "cluster-user-secret")
         mc(c, 1, "admin", "policy", "attach", "c", "readwrite", "--user", "cluster-user")
-        users = [boto3.client(
-            "s3", endpoint_url=c.url(i, ""), aws_access_key_id="cluster-user",
-            aws_secret_access_key="cluster-user-secret", region_name="us-east-1",
-            config=Config(retries={"max_attempts": 1, "mode": "standard"},
-                          s3={"addressing_style": "path"})) for i in range(4)]
+        mc(c, 2, "admin", "user", "svcacct", "add", "c", "cluster-user",
+           "--access-key", "clustersvc1", "--secret-key", "clustersvc-secret")
+
+        def clients(key, secret):
+            return [boto3.client(
+                "s3", endpoint_url=c.url(i, ""), aws_access_key_id=key,
+                aws_secret_access_key=secret, region_name="us-east-1",
+                config=Config(retries={"max_attempts": 1, "mode": "standard"},
+                              s3={"addressing_style": "path"})) for i in range(4)]
+
+        users = clients("cluster-user", "cluster-user-secret")
+        svcs = clients("clustersvc1", "clustersvc-secret")
         for i in range(4):
             users[i].put_object(Bucket=BUCKET, Key=f"by-user/{i}", Body=b"u")
+            svcs[i].head_object(Bucket=BUCKET, Key=f"by-user/{i}")
         mc(c, 2, "admin", "user", "disable", "c", "cluster-user")
         for i in range(4):
-            with self.assertRaises(ClientError, msg=f"node {i + 1}") as cm:
-                users[i].get_object(Bucket=BUCKET, Key="by-user/0")
-            self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], 403)
+            for who in (users[i], svcs[i]):
+                with self.assertRaises(ClientError, msg=f"node {i + 1}") as cm:
+                    who.get_object(Bucket=BUCKET, Key="by-user/0")
+                self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], 403)
         mc(c, 3, "admin", "user", "remove", "c", "cluster-user")
         # A public-read policy set through node 2 serves anonymous reads
         # through every node.

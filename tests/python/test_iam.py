@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import tempfile
+import time
 import unittest
 
 import boto3
@@ -394,6 +395,205 @@ class UserTests(IamCase):
         done = self.run_mc("admin", "user", "list", "ivan", env=env)
         self.assertNotEqual(done.returncode, 0, done.stdout)
         self.assertIn(b"Access Denied", done.stdout + done.stderr)
+
+
+def json_docs(out):
+    """The JSON documents mc --json printed one after another (indented,
+    several lines each)."""
+    text, docs, pos = out.decode(), [], 0
+    decoder = json.JSONDecoder()
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return docs
+        doc, pos = decoder.raw_decode(text, pos)
+        docs.append(doc)
+
+
+class ServiceAccountTests(IamCase):
+    """Service accounts made with `mc admin user svcacct`: keys that act
+    as their parent user, optionally restricted by an embedded policy."""
+
+    def svc(self, alias, parent, *flags, env=None):
+        done = self.run_mc("--json", "admin", "user", "svcacct", "add", alias, parent, *flags, env=env)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        doc = json_docs(done.stdout)[0]
+        return doc["accessKey"], doc["secretKey"]
+
+    def info(self, key, alias="t", env=None):
+        done = self.run_mc("--json", "admin", "user", "svcacct", "info", alias, key, env=env)
+        return done, (json_docs(done.stdout)[0] if done.returncode == 0 else None)
+
+    def listed(self, user, alias="t", env=None):
+        out = self.mc("--json", "admin", "user", "svcacct", "ls", alias, user) if env is None else \
+            self.run_mc("--json", "admin", "user", "svcacct", "ls", alias, user, env=env).stdout
+        return sorted(d["accessKey"] for d in json_docs(out) if d.get("accessKey"))
+
+    def test_service_account_acts_as_its_parent(self):
+        b = self.bucket("a.txt")
+        self.user("sam-1", "sam-secret-1", "readonly")
+        key, secret = self.svc("t", "sam-1", "--access-key", "svcsam1", "--secret-key", "svcsam-secret-1",
+                               "--name", "backup", "--description", "nightly copies")
+        self.assertEqual((key, secret), ("svcsam1", "svcsam-secret-1"))
+        # Generated keys look like MinIO's.
+        gen_key, gen_secret = self.svc("t", "sam-1")
+        self.assertEqual((len(gen_key), len(gen_secret)), (20, 40))
+        self.assertEqual(self.listed("sam-1"), sorted([key, gen_key]))
+        done, info = self.info(key)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertEqual((info["parentUser"], info["accountStatus"], info["impliedPolicy"]), ("sam-1", "on", True))
+        self.assertEqual((info["name"], info["description"]), ("backup", "nightly copies"))
+        # The implied policy shown is the parent's.
+        self.assertIn("s3:GetObject", json.dumps(info["policy"]))
+        sam = client(self.endpoint, access_key=key, secret_key=secret)
+        self.assertEqual(sam.get_object(Bucket=b, Key="a.txt")["Body"].read(), b"body of a.txt")
+        self.denied(sam.put_object, Bucket=b, Key="new", Body=b"x")
+        # The parent's rights as they are now: a policy attached to it
+        # applies to its service accounts at once.
+        self.mc("admin", "policy", "attach", "t", "readwrite", "--user", "sam-1")
+        sam.put_object(Bucket=b, Key="new", Body=b"x")
+        # Disabled, the key is unknown; enabled again, it works.
+        self.mc("admin", "user", "svcacct", "disable", "t", key)
+        self.assertEqual(self.info(key)[1]["accountStatus"], "off")
+        self.denied(sam.list_objects_v2, Bucket=b, code="InvalidAccessKeyId")
+        self.mc("admin", "user", "svcacct", "enable", "t", key)
+        sam.list_objects_v2(Bucket=b)
+        # A disabled parent takes its service accounts' rights with it.
+        self.mc("admin", "user", "disable", "t", "sam-1")
+        self.denied(sam.list_objects_v2, Bucket=b, code="InvalidAccessKeyId")
+        self.mc("admin", "user", "enable", "t", "sam-1")
+        sam.list_objects_v2(Bucket=b)
+        # A new secret key replaces the old one.
+        self.mc("admin", "user", "svcacct", "edit", "t", key, "--secret-key", "svcsam-secret-2")
+        self.denied(sam.list_objects_v2, Bucket=b, code="SignatureDoesNotMatch")
+        sam = client(self.endpoint, access_key=key, secret_key="svcsam-secret-2")
+        sam.list_objects_v2(Bucket=b)
+        # Service accounts cannot ask STS for temporary credentials.
+        sts = boto3.client("sts", endpoint_url=self.endpoint, region_name=REGION,
+                           aws_access_key_id=key, aws_secret_access_key="svcsam-secret-2")
+        with self.assertRaises(ClientError) as cm:
+            sts.assume_role(RoleArn="arn:xxx:xxx:xxx:xxxx", RoleSessionName="session")
+        self.assertEqual(cm.exception.response["Error"]["Code"], "AccessDenied")
+        # Removed, it is unknown and gone from the listing; removing the
+        # parent removes the rest.
+        self.mc("admin", "user", "svcacct", "rm", "t", key)
+        self.denied(sam.list_objects_v2, Bucket=b, code="InvalidAccessKeyId")
+        self.assertEqual(self.listed("sam-1"), [gen_key])
+        done, _ = self.info(key)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(b"not found", (done.stdout + done.stderr).lower())
+        self.mc("admin", "user", "remove", "t", "sam-1")
+        self.assertEqual(self.listed("sam-1"), [])
+        gen = client(self.endpoint, access_key=gen_key, secret_key=gen_secret)
+        self.denied(gen.list_objects_v2, Bucket=b, code="InvalidAccessKeyId")
+
+    def test_embedded_policy_restricts_within_the_parents_rights(self):
+        b, other = self.bucket("a.txt"), self.bucket("b.txt")
+        self.user("tina-1", "tina-secret-1", "readwrite")
+        path = os.path.join(self.tmpdir(), "only-read.json")
+        with open(path, "w") as f:
+            json.dump({"Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:aws:s3:::{b}/*"]}]}, f)
+        key, secret = self.svc("t", "tina-1", "--policy", path)
+        _, info = self.info(key)
+        self.assertFalse(info.get("impliedPolicy", False))
+        self.assertEqual(info["policy"]["Statement"][0]["Resource"], [f"arn:aws:s3:::{b}/*"])
+        tina = client(self.endpoint, access_key=key, secret_key=secret)
+        tina.get_object(Bucket=b, Key="a.txt")
+        self.denied(tina.put_object, Bucket=b, Key="new", Body=b"x")
+        self.denied(tina.get_object, Bucket=other, Key="b.txt")
+        # A broader embedded policy gives no more than the parent has.
+        with open(path, "w") as f:
+            json.dump({"Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": ["s3:*"], "Resource": ["arn:aws:s3:::*"]},
+                {"Effect": "Allow", "Action": ["admin:*"]}]}, f)
+        self.mc("admin", "user", "svcacct", "edit", "t", key, "--policy", path)
+        tina.put_object(Bucket=b, Key="new", Body=b"x")
+        tina.get_object(Bucket=other, Key="b.txt")
+        self.mc("admin", "policy", "detach", "t", "readwrite", "--user", "tina-1")
+        self.mc("admin", "policy", "attach", "t", "readonly", "--user", "tina-1")
+        self.denied(tina.put_object, Bucket=b, Key="new2", Body=b"x")
+        env = {"MC_HOST_tina": self.endpoint.replace("://", f"://{key}:{secret}@")}
+        done = self.run_mc("admin", "user", "list", "tina", env=env)
+        self.assertNotEqual(done.returncode, 0, done.stdout)
+        # A too large policy is refused with MinIO's code.
+        with open(path, "w") as f:
+            json.dump({"Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:aws:s3:::{'x' * 5000}"]}]}, f)
+        done = self.run_mc("admin", "user", "svcacct", "add", "t", "tina-1", "--policy", path)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(b"larger than 4096", done.stdout + done.stderr)
+
+    def test_users_manage_their_own_service_accounts(self):
+        b = self.bucket("a.txt")
+        self.user("uma-1", "uma-secret-1", "readwrite")
+        self.user("vic-1", "vic-secret-1", "readonly")
+        vic_key, _ = self.svc("t", "vic-1")
+        env = {"MC_HOST_uma": self.endpoint.replace("://", "://uma-1:uma-secret-1@")}
+        # Its own, without any admin right.
+        key, secret = self.svc("uma", "uma-1", env=env)
+        self.assertEqual(self.listed("uma-1", "uma", env=env), [key])
+        done, info = self.info(key, "uma", env=env)
+        self.assertEqual(info["parentUser"], "uma-1")
+        # Another user's: refused, and another's account reads as absent.
+        done = self.run_mc("admin", "user", "svcacct", "add", "uma", "vic-1", env=env)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(b"Access Denied", done.stdout + done.stderr)
+        done = self.run_mc("admin", "user", "svcacct", "ls", "uma", "vic-1", env=env)
+        self.assertNotEqual(done.returncode, 0)
+        done, _ = self.info(vic_key, "uma", env=env)
+        self.assertNotEqual(done.returncode, 0)
+        done = self.run_mc("admin", "user", "svcacct", "rm", "uma", vic_key, env=env)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(b"not found", (done.stdout + done.stderr).lower())
+        self.assertEqual(self.listed("vic-1"), [vic_key])
+        # Changing one needs admin:UpdateServiceAccount, even one's own.
+        done = self.run_mc("admin", "user", "svcacct", "disable", "uma", key, env=env)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertEqual(self.info(key)[1]["accountStatus"], "on")
+        # A service account makes service accounts for its parent.
+        svc_env = {"MC_HOST_umasvc": self.endpoint.replace("://", f"://{key}:{secret}@")}
+        second, second_secret = self.svc("umasvc", "uma-1", env=svc_env)
+        self.assertEqual(self.info(second)[1]["parentUser"], "uma-1")
+        client(self.endpoint, access_key=second, secret_key=second_secret).put_object(
+            Bucket=b, Key="from-second", Body=b"x")
+        # A policy that denies the action stops even one's own.
+        self.policy("no-svcacct-1", {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Deny", "Action": ["admin:CreateServiceAccount"], "Resource": ["arn:aws:s3:::*"]}]})
+        self.mc("admin", "policy", "attach", "t", "no-svcacct-1", "--user", "uma-1")
+        done = self.run_mc("admin", "user", "svcacct", "add", "uma", "uma-1", env=env)
+        self.assertNotEqual(done.returncode, 0)
+        # Removing one's own works.
+        self.mc("admin", "policy", "detach", "t", "no-svcacct-1", "--user", "uma-1")
+        done = self.run_mc("admin", "user", "svcacct", "rm", "uma", second, env=env)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertEqual(self.listed("uma-1"), [key])
+
+    def test_expiry_and_bad_requests(self):
+        self.user("wes-1", "wes-secret-1", "readonly")
+        ahead = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2 * 86400))
+        key, secret = self.svc("t", "wes-1", "--expiry", ahead)
+        _, info = self.info(key)
+        self.assertEqual(info["expiration"], ahead)
+        listed = json_docs(self.mc("--json", "admin", "user", "svcacct", "ls", "t", "wes-1"))
+        self.assertEqual([d.get("expiration") for d in listed if d.get("accessKey") == key], [ahead])
+        client(self.endpoint, access_key=key, secret_key=secret).list_buckets()
+        # Less than 15 minutes ahead, or a year and more, is refused.
+        for when in (time.time() + 60, time.time() + 400 * 86400):
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+            done = self.run_mc("admin", "user", "svcacct", "add", "t", "wes-1", "--expiry", stamp)
+            self.assertNotEqual(done.returncode, 0, stamp)
+        # Keys of another identity, a missing parent, half a key pair.
+        for args in (["wes-1", "--access-key", "wes-1", "--secret-key", "whatever-secret"],
+                     ["wes-1", "--access-key", key, "--secret-key", "whatever-secret"],
+                     ["nobody-1"],
+                     ["wes-1", "--access-key", "ab", "--secret-key", "whatever-secret"]):
+            done = self.run_mc("admin", "user", "svcacct", "add", "t", *args)
+            self.assertNotEqual(done.returncode, 0, args)
+        # A user cannot take a service account's key.
+        done = self.run_mc("admin", "user", "add", "t", key, "some-secret-1")
+        self.assertNotEqual(done.returncode, 0)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ Run by hand:
         ../../target/pyenv/bin/python -m unittest test_iam_minio -v
 """
 
+import base64
 import contextlib
 import http.client
 import json
@@ -70,6 +71,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from s3util import client
 from tessera_server import ACCESS_KEY, REGION, SECRET_KEY, TesseraServer, free_port, stop_process
 from test_cluster_minio import minio_binary
+from test_iam import json_docs
 from test_mc import mc_binary
 
 # A single-node MinIO on four drives is ready in a few seconds; a loaded
@@ -111,6 +113,21 @@ USERS = {
     "writer": ("writer-secret-1", [], "writers", ["readwrite"], True),
     "reporter": ("reporter-secret-1", [CUSTOM], None, [], True),
     "ghost": ("ghost-secret-12", ["readwrite"], None, [], False),
+}
+
+# Service accounts: access key: (secret, parent, embedded policy or None
+# for the parent's).
+READ_DATA_DOC = {
+    "Version": "2012-10-17",
+    "Statement": [{
+        "Effect": "Allow",
+        "Action": ["s3:GetObject"],
+        "Resource": [f"arn:aws:s3:::{DATA}/*"],
+    }],
+}
+SVCACCTS = {
+    "readersvc1": ("readersvc-secret-1", "reader", None),
+    "writersvc1": ("writersvc-secret-1", "writer", READ_DATA_DOC),
 }
 
 
@@ -374,12 +391,26 @@ RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")
 TIMES = ("updatedAt", "CreateDate", "UpdateDate")
 
 
+def token_claims(token):
+    """A service account's session token, as what it says: its claims,
+    the embedded policy in one spelling (the signature differs where the
+    spelling does)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return f"not a JWT: {token!r}"
+    claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    if "sessionPolicy" in claims:
+        claims["sessionPolicy"] = normal_policy(json.loads(base64.b64decode(claims["sessionPolicy"])))
+    return {"header": json.loads(base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4))),
+            "claims": claims}
+
+
 def shape(rel, text):
     """What of a stored document both servers must write alike: the JSON
     with its change times (updatedAt, CreateDate, UpdateDate: the moment of
     each write) reduced to whether they are RFC 3339 UTC times, policies
-    in one spelling (MinIO re-marshals them), and a bucket's metadata
-    reduced to its policy."""
+    in one spelling (MinIO re-marshals them), session tokens as their
+    claims, and a bucket's metadata reduced to its policy."""
     if rel.endswith("/.metadata.bin/xl.meta"):
         return normal_policy(json.loads(text)) if text.startswith("{") else None
     try:
@@ -390,7 +421,7 @@ def shape(rel, text):
     def walk(v):
         if isinstance(v, dict):
             return {k: (("RFC 3339 UTC" if isinstance(x, str) and RFC3339.match(x) else f"not RFC 3339: {x!r}")
-                        if k in TIMES else walk(x))
+                        if k in TIMES else token_claims(x) if k == "sessionToken" else walk(x))
                     for k, x in v.items()}
         if isinstance(v, list):
             return [walk(x) for x in v]
@@ -468,6 +499,14 @@ def make_everything(test, mc, s3, tmp):
                 mc("admin", "policy", "attach", "s", p, "--group", group)
         if not enabled:
             mc("admin", "user", "disable", "s", name)
+    for key, (secret, parent, doc) in SVCACCTS.items():
+        flags = ["--access-key", key, "--secret-key", secret, "--name", f"{parent}-key"]
+        if doc:
+            path = os.path.join(tmp, f"{key}.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            flags += ["--policy", path]
+        mc("admin", "user", "svcacct", "add", "s", parent, *flags)
     mc("anonymous", "set", "download", f"s/{PUBLIC}")
 
 
@@ -536,6 +575,17 @@ def check_rights(test, endpoint, who, make_client, tag):
     # between the servers by the caller).
     refused("disabled user GET", users["ghost"].get_object, code=None, Bucket=DATA, Key="a.txt")
     refused("disabled user PUT", users["ghost"].put_object, code=None, Bucket=DATA, Key=f"ghost-{tag}", Body=b"x")
+
+    # Service accounts: the reader's acts as the reader; the writer's is
+    # held by its embedded policy to reading DATA.
+    svc = {key: make_client(endpoint, key, spec[0]) for key, spec in SVCACCTS.items()}
+    test.assertEqual(body(allowed("reader's service account GET", svc["readersvc1"].get_object,
+                                  Bucket=DATA, Key="a.txt")), OBJECTS[(DATA, "a.txt")])
+    refused("reader's service account PUT", svc["readersvc1"].put_object, Bucket=DATA, Key=f"rs-{tag}", Body=b"x")
+    test.assertEqual(body(allowed("writer's service account GET", svc["writersvc1"].get_object,
+                                  Bucket=DATA, Key="a.txt")), OBJECTS[(DATA, "a.txt")])
+    refused("writer's service account PUT", svc["writersvc1"].put_object, Bucket=DATA, Key=f"ws-{tag}", Body=b"x")
+    refused("writer's service account LIST", svc["writersvc1"].list_objects_v2, Bucket=DATA)
 
     # `mc anonymous set download`: anonymous reads and lists PUBLIC only.
     test.assertEqual(body(allowed("anonymous GET public", anon.get_object, Bucket=PUBLIC, Key="p.txt")),
@@ -636,6 +686,24 @@ def admin_view(test, mc, who):
     test.assertEqual(stored["Statement"][0]["Resource"], CUSTOM_DOC["Statement"][0]["Resource"],
                      f"{who}: mc admin policy info: {shown}")
     test.assertEqual(stored["Statement"][0]["Action"], ["s3:GetObject"], f"{who}: mc admin policy info")
+
+    view["svcaccts"] = {}
+    for parent in ("reader", "writer"):
+        listed = json_docs(mc("--json", "admin", "user", "svcacct", "ls", "s", parent).encode())
+        keys = sorted(d["accessKey"] for d in listed if d.get("accessKey"))
+        test.assertEqual(keys, [k for k, spec in SVCACCTS.items() if spec[1] == parent],
+                         f"{who}: mc admin user svcacct ls {parent}: {listed}")
+        for key in keys:
+            [info] = json_docs(mc("--json", "admin", "user", "svcacct", "info", "s", key).encode())
+            implied = SVCACCTS[key][2] is None
+            seen = (info.get("parentUser"), info.get("accountStatus"), bool(info.get("impliedPolicy")),
+                    info.get("name"), info.get("expiration"))
+            test.assertEqual(seen, (parent, "on", implied, f"{parent}-key", None),
+                             f"{who}: mc admin user svcacct info {key}: {info}")
+            if not implied:
+                test.assertEqual(normal_policy(info["policy"]), normal_policy(SVCACCTS[key][2]),
+                                 f"{who}: the embedded policy of {key}")
+            view["svcaccts"][key] = seen
 
     anon = mc("anonymous", "get", f"s/{PUBLIC}")
     test.assertIn("download", anon, f"{who}: mc anonymous get")

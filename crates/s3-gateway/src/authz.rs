@@ -52,6 +52,16 @@ pub(crate) fn requester_of(gw: &Gateway, access_key: &str) -> Result<Requester, 
         }
         return Ok(Requester::User(Arc::clone(id)));
     }
+    // Service accounts: expired ones are refused as MinIO refuses them.
+    if let (Some(s), Some(id)) = (
+        st.svcaccts.get(access_key),
+        st.svc_identities.get(access_key),
+    ) {
+        if s.expired_at(crate::iam::temp::unix_now()) {
+            return Err(S3Error::new("ExpiredToken"));
+        }
+        return Ok(Requester::User(Arc::clone(id)));
+    }
     Err(S3Error::new("InvalidAccessKeyId"))
 }
 
@@ -328,6 +338,11 @@ async fn existing_tags<B>(
 /// Whether a user's policies allow the admin API action `action`
 /// (`admin:CreateUser`, ...) and none denies it.
 pub(crate) fn admin_allowed(id: &Identity, action: &str) -> bool {
+    admin_decision(id, action) == Decision::Allow
+}
+
+/// What a user's policies say of the admin API action `action`.
+pub(crate) fn admin_decision(id: &Identity, action: &str) -> Decision {
     let conditions = HashMap::new();
     let r = policy::Request {
         action,
@@ -340,7 +355,7 @@ pub(crate) fn admin_allowed(id: &Identity, action: &str) -> bool {
         bucket_policy: false,
         conditions: &conditions,
     };
-    restrict(Some(id), identity_decision(id, &r), &r) == Decision::Allow
+    restrict(Some(id), identity_decision(id, &r), &r)
 }
 
 /// The condition keys' values of a request (lower-case keys), as S3 and

@@ -183,7 +183,7 @@ impl Gateway {
             .map_err(|e| StsError::access_denied(e.message))?;
         let parent = match &who {
             Requester::Owner => verified.access_key.clone(),
-            Requester::User(id) if !id.temporary => id.name.clone(),
+            Requester::User(id) if !id.temporary && !id.service => id.name.clone(),
             _ => {
                 return Err(StsError::access_denied(
                     "Generating temporary credentials not allowed for this request.",
@@ -310,7 +310,7 @@ impl Gateway {
         let Ok(claims) = token::verify(presented, key.as_bytes()) else {
             return false;
         };
-        if claims.access_key.is_empty() || temp::unix_now() < claims.exp {
+        if claims.access_key.is_empty() || claims.exp == 0 || temp::unix_now() < claims.exp {
             return false;
         }
         let signed_by = |cred: &str| cred.starts_with(&format!("{}/", claims.access_key));

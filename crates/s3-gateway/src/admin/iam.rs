@@ -37,6 +37,11 @@ pub enum IamCall {
     GroupInfo,
     ListGroups,
     SetGroupStatus,
+    AddServiceAccount,
+    UpdateServiceAccount,
+    InfoServiceAccount,
+    ListServiceAccounts,
+    DeleteServiceAccount,
 }
 
 const PREFIX: &str = "/minio/admin/v3/";
@@ -63,6 +68,11 @@ impl IamCall {
             ("GET", "group") => GroupInfo,
             ("GET", "groups") => ListGroups,
             ("PUT", "set-group-status") => SetGroupStatus,
+            ("PUT", "add-service-account") => AddServiceAccount,
+            ("POST", "update-service-account") => UpdateServiceAccount,
+            ("GET", "info-service-account") => InfoServiceAccount,
+            ("GET", "list-service-accounts") => ListServiceAccounts,
+            ("DELETE", "delete-service-account") => DeleteServiceAccount,
             _ => return None,
         };
         Some(call)
@@ -88,12 +98,19 @@ impl IamCall {
             GroupInfo => "GetGroup",
             ListGroups => "ListGroups",
             SetGroupStatus => "SetGroupStatus",
+            AddServiceAccount => "AddServiceAccount",
+            UpdateServiceAccount => "UpdateServiceAccount",
+            InfoServiceAccount => "InfoServiceAccount",
+            ListServiceAccounts => "ListServiceAccounts",
+            DeleteServiceAccount => "DeleteServiceAccount",
         }
     }
 
     /// The admin action a caller other than the root user needs (MinIO's
     /// names; enabling and disabling need their own, see `action_of`).
-    fn action(self) -> &'static str {
+    /// Service account calls decide in their handler (a user manages its
+    /// own without one).
+    pub(super) fn action(self) -> &'static str {
         use IamCall::*;
         match self {
             AddUser => "admin:CreateUser",
@@ -111,7 +128,24 @@ impl IamCall {
             GroupInfo => "admin:GetGroup",
             ListGroups => "admin:ListGroups",
             SetGroupStatus => "admin:EnableGroup",
+            AddServiceAccount => "admin:CreateServiceAccount",
+            UpdateServiceAccount => "admin:UpdateServiceAccount",
+            InfoServiceAccount | ListServiceAccounts => "admin:ListServiceAccounts",
+            DeleteServiceAccount => "admin:RemoveServiceAccount",
         }
+    }
+
+    /// Whether the handler decides who may call (service accounts).
+    fn decides_itself(self) -> bool {
+        use IamCall::*;
+        matches!(
+            self,
+            AddServiceAccount
+                | UpdateServiceAccount
+                | InfoServiceAccount
+                | ListServiceAccounts
+                | DeleteServiceAccount
+        )
     }
 }
 
@@ -124,12 +158,18 @@ fn action_of<B>(call: IamCall, ctx: &Ctx<B>) -> &'static str {
     }
 }
 
-fn admin_error(e: IamError) -> S3Error {
+pub(super) fn admin_error(e: IamError) -> S3Error {
     let (code, status) = match &e {
         IamError::NoSuchUser(_) => ("XMinioAdminNoSuchUser", StatusCode::NOT_FOUND),
         IamError::NoSuchGroup(_) => ("XMinioAdminNoSuchGroup", StatusCode::NOT_FOUND),
         IamError::NoSuchPolicy(_) => ("XMinioAdminNoSuchPolicy", StatusCode::NOT_FOUND),
         IamError::GroupNotEmpty(_) => ("XMinioAdminGroupNotEmpty", StatusCode::BAD_REQUEST),
+        IamError::NoSuchServiceAccount(_) => ("XMinioInvalidIAMCredentials", StatusCode::NOT_FOUND),
+        IamError::NotAllowed(_) => ("XMinioIAMServiceAccountNotAllowed", StatusCode::BAD_REQUEST),
+        IamError::PolicyTooLarge => (
+            "XMinioIAMServiceAccountSessionPolicyTooLarge",
+            StatusCode::BAD_REQUEST,
+        ),
         IamError::Invalid(_) => ("XMinioAdminInvalidArgument", StatusCode::BAD_REQUEST),
         IamError::Storage(_) => (
             "XMinioAdminIAMStorageError",
@@ -141,25 +181,25 @@ fn admin_error(e: IamError) -> S3Error {
     err
 }
 
-fn invalid(why: impl Into<String>) -> S3Error {
+pub(super) fn invalid(why: impl Into<String>) -> S3Error {
     admin_error(IamError::Invalid(why.into()))
 }
 
-fn required<'a, B>(ctx: &'a Ctx<B>, name: &str) -> Result<&'a str, S3Error> {
+pub(super) fn required<'a, B>(ctx: &'a Ctx<B>, name: &str) -> Result<&'a str, S3Error> {
     ctx.q(name)
         .filter(|v| !v.is_empty())
         .ok_or_else(|| invalid(format!("the query parameter {name} is missing")))
 }
 
-fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, S3Error> {
+pub(super) fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, S3Error> {
     serde_json::from_slice(bytes).map_err(|e| invalid(format!("malformed request: {e}")))
 }
 
-fn json<T: Serialize>(v: &T) -> Vec<u8> {
+pub(super) fn json<T: Serialize>(v: &T) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec())
 }
 
-fn ok_empty() -> Response<ResponseBody> {
+pub(super) fn ok_empty() -> Response<ResponseBody> {
     let mut r = Response::new(ResponseBody::empty());
     *r.status_mut() = StatusCode::OK;
     r
@@ -275,13 +315,18 @@ impl Gateway {
             Requester::Owner => self.iam.root_secret(&verified.access_key),
             Requester::User(id) => {
                 let action = action_of(call, ctx);
-                if !crate::authz::admin_allowed(id, action) {
+                if !call.decides_itself() && !crate::authz::admin_allowed(id, action) {
                     return Err(S3Error::new("AccessDenied"));
                 }
                 // madmin seals payloads with the caller's secret key: the
-                // temporary one for temporary credentials.
+                // temporary one for temporary credentials, the service
+                // account's own for a service account.
                 let st = self.iam.snapshot();
-                if id.temporary {
+                if id.service {
+                    st.svcaccts
+                        .get(&verified.access_key)
+                        .map(|s| s.secret_key.clone())
+                } else if id.temporary {
                     st.temps
                         .get(&verified.access_key)
                         .map(|t| t.secret_key.clone())
@@ -467,6 +512,11 @@ impl Gateway {
                     .map_err(admin_error)?;
                 Ok(ok_empty())
             }
+            AddServiceAccount | UpdateServiceAccount | InfoServiceAccount | ListServiceAccounts
+            | DeleteServiceAccount => {
+                self.serve_svcacct(ctx, call, &who, body, secret.clone())
+                    .await
+            }
         }
     }
 }
@@ -476,7 +526,7 @@ impl Gateway {
 /// neither take the memory nor hold the executor.
 static MADMIN_SLOT: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
-async fn madmin_decrypt(secret: String, body: Vec<u8>) -> Result<Vec<u8>, S3Error> {
+pub(super) async fn madmin_decrypt(secret: String, body: Vec<u8>) -> Result<Vec<u8>, S3Error> {
     let _slot = MADMIN_SLOT
         .acquire()
         .await
@@ -487,7 +537,10 @@ async fn madmin_decrypt(secret: String, body: Vec<u8>) -> Result<Vec<u8>, S3Erro
         .map_err(|e| invalid(format!("the request body does not decrypt: {e}")))
 }
 
-async fn madmin_encrypt(secret: String, plain: Vec<u8>) -> Result<Response<ResponseBody>, S3Error> {
+pub(super) async fn madmin_encrypt(
+    secret: String,
+    plain: Vec<u8>,
+) -> Result<Response<ResponseBody>, S3Error> {
     let salt = crate::encryption::random::<{ sse::madmin::SALT_LEN }>()?;
     let nonce = crate::encryption::random::<{ sse::madmin::NONCE_LEN }>()?;
     let _slot = MADMIN_SLOT

@@ -26,6 +26,7 @@ mod heal;
 mod iam;
 mod info;
 mod probe;
+mod svcacct;
 
 use std::time::SystemTime;
 

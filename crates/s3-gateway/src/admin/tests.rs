@@ -85,7 +85,7 @@ fn routes_the_info_call_and_refuses_the_rest() {
         (Method::POST, INFO_PATH),
         (Method::GET, HEAL_STATUS_PATH),
         (Method::POST, "/minio/admin/v3/heal/bucket"),
-        (Method::GET, "/minio/admin/v3/list-service-accounts"),
+        (Method::GET, "/minio/admin/v3/list-access-keys-bulk"),
         (Method::POST, "/minio/admin/v3/list-users"),
         (Method::GET, "/minio/admin/v3/info/"),
         (Method::GET, "/minio/admin"),

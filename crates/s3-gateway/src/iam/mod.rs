@@ -10,6 +10,7 @@
 //! snapshots ([`Iam::snapshot`]): a request sees one consistent view.
 
 pub mod store;
+pub mod svcacct;
 pub mod temp;
 pub mod token;
 
@@ -48,6 +49,14 @@ pub enum IamError {
     /// The group has members and cannot be removed
     /// (`XMinioAdminGroupNotEmpty`).
     GroupNotEmpty(String),
+    /// No such service account (`XMinioInvalidIAMCredentials`, 404).
+    NoSuchServiceAccount(String),
+    /// A service account that cannot be made so
+    /// (`XMinioIAMServiceAccountNotAllowed`), with why.
+    NotAllowed(String),
+    /// A service account's policy beyond its bound
+    /// (`XMinioIAMServiceAccountSessionPolicyTooLarge`).
+    PolicyTooLarge,
     /// The drives could not be read or written.
     Storage(String),
 }
@@ -60,6 +69,15 @@ impl std::fmt::Display for IamError {
             IamError::NoSuchPolicy(p) => write!(f, "the policy {p} does not exist"),
             IamError::Invalid(m) => f.write_str(m),
             IamError::GroupNotEmpty(g) => write!(f, "the group {g} is not empty"),
+            IamError::NoSuchServiceAccount(a) => {
+                write!(f, "the service account {a} is not found")
+            }
+            IamError::NotAllowed(m) => f.write_str(m),
+            IamError::PolicyTooLarge => write!(
+                f,
+                "the service account's policy is larger than {} bytes",
+                svcacct::MAX_POLICY
+            ),
             IamError::Storage(m) => write!(f, "IAM storage: {m}"),
         }
     }
@@ -119,6 +137,11 @@ pub struct IamState {
     pub temps: HashMap<String, Arc<temp::TempCred>>,
     /// The identity of each temporary credential whose parent is enabled.
     pub temp_identities: HashMap<String, Arc<Identity>>,
+    /// Service accounts, by access key.
+    pub svcaccts: HashMap<String, Arc<svcacct::SvcAccount>>,
+    /// The identity of each enabled service account whose parent is
+    /// enabled.
+    pub svc_identities: HashMap<String, Arc<Identity>>,
 }
 
 /// The identity of a signed request that is not the root user's: its
@@ -139,6 +162,8 @@ pub struct Identity {
     pub root_parent: bool,
     /// Temporary credentials (which cannot make more).
     pub temporary: bool,
+    /// A service account (acting as its parent, `name`).
+    pub service: bool,
 }
 
 impl IamState {
@@ -179,6 +204,7 @@ impl IamState {
             session_policy: None,
             root_parent: false,
             temporary: false,
+            service: false,
         })
     }
 }
@@ -406,6 +432,7 @@ impl Iam {
             }
         }
         self.load_temps(&mut st).await?;
+        self.load_svcaccts(&mut st).await?;
         // A reload that began later read the drives later: its view wins.
         let mut cur = self.state.write().unwrap_or_else(|p| p.into_inner());
         if cur.generation < ticket {
@@ -489,6 +516,11 @@ impl Iam {
         }
         let _g = self.changes.lock().await;
         let st = self.snapshot();
+        if st.svcaccts.contains_key(access_key) || st.temps.contains_key(access_key) {
+            return Err(IamError::NotAllowed(format!(
+                "{access_key} is the access key of a service account or of temporary credentials"
+            )));
+        }
         if !st.users.contains_key(access_key) && st.users.len() >= MAX_ENTRIES {
             return Err(IamError::Invalid(format!("more than {MAX_ENTRIES} users")));
         }
@@ -542,6 +574,12 @@ impl Iam {
         for (ak, t) in &st.temps {
             if t.parent == access_key {
                 self.layer.delete_config(&store::sts_path(ak)).await?;
+            }
+        }
+        // So do its service accounts.
+        for (ak, s) in &st.svcaccts {
+            if s.parent == access_key {
+                self.layer.delete_config(&store::svc_path(ak)).await?;
             }
         }
         self.layer
@@ -810,7 +848,9 @@ impl Iam {
 
 /// The credentials a gateway verifies signatures with: the root user's,
 /// then the enabled users', then the live temporary credentials of
-/// enabled parents (with their session token).
+/// enabled parents (with their session token), then the enabled service
+/// accounts of enabled parents (expired ones too: the authoriser tells
+/// their caller the key expired).
 pub(crate) struct GatewayCredentials {
     pub iam: Arc<Iam>,
 }
@@ -825,6 +865,16 @@ impl CredentialsProvider for GatewayCredentials {
             return Some(Credentials::new(
                 u.secret_key.clone(),
                 Principal::new(access_key.to_owned()),
+            ));
+        }
+        if let Some(s) = st
+            .svcaccts
+            .get(access_key)
+            .filter(|_| st.svc_identities.contains_key(access_key))
+        {
+            return Some(Credentials::new(
+                s.secret_key.clone(),
+                Principal::new(s.parent.clone()),
             ));
         }
         // An expired credential is unknown from its expiry on; the

@@ -10,6 +10,7 @@
 //! policydb/users/<access key>.json     {"version":1,"policy":"a,b","updatedAt":..}
 //! policydb/groups/<group>.json         (the same)
 //! sts/<access key>/identity.json       temporary credentials (AssumeRole)
+//! service-accounts/<key>/identity.json service accounts (with their token)
 //! ```
 //!
 //! MinIO writes these documents in the clear unless it has a KMS, and
@@ -31,6 +32,14 @@ pub const GROUP_POLICY_PREFIX: &str = "config/iam/policydb/groups/";
 /// those of a user: their rights are the parent's and the token's).
 pub const STS_PREFIX: &str = "config/iam/sts/";
 
+/// Service accounts (MinIO writes no policy mapping for them either: the
+/// token says whether the parent's policies or an embedded one apply).
+pub const SVC_PREFIX: &str = "config/iam/service-accounts/";
+
+/// The expiry MinIO writes for a service account that never expires:
+/// Unix time 0.
+pub const EPOCH: &str = "1970-01-01T00:00:00Z";
+
 /// The expiry MinIO writes for keys that never expire: Go's zero time
 /// (older MinIO wrote Unix time 0, which reads as never expiring too).
 pub const NEVER: &str = GO_ZERO;
@@ -41,6 +50,10 @@ pub fn user_path(access_key: &str) -> String {
 
 pub fn sts_path(access_key: &str) -> String {
     format!("{STS_PREFIX}{access_key}/identity.json")
+}
+
+pub fn svc_path(access_key: &str) -> String {
+    format!("{SVC_PREFIX}{access_key}/identity.json")
 }
 
 pub fn group_path(group: &str) -> String {

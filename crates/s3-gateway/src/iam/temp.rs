@@ -126,6 +126,7 @@ impl IamState {
                 session_policy: None,
                 root_parent: false,
                 temporary: false,
+                service: false,
             }
         } else {
             self.identities.get(parent)?.as_ref().clone()
@@ -165,6 +166,10 @@ impl Iam {
                     continue;
                 }
             };
+            if claims.exp == 0 {
+                tracing::warn!(%path, "temporary credentials skipped: token without expiry");
+                continue;
+            }
             if now >= claims.exp {
                 if let Err(e) = self.layer.delete_config(&path).await {
                     tracing::debug!(%path, "expired temporary credentials not removed: {e}");

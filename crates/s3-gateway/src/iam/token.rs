@@ -6,6 +6,10 @@
 //! standard base64). MinIO serving the same drives verifies these tokens
 //! with the same key, so the temporary keys work on either server.
 //!
+//! Service accounts carry a token too, signed with their own secret key:
+//! the access key, the parent, `sa-policy` (`inherited-policy`, or
+//! `embedded-policy` with the policy in `sessionPolicy`), and no expiry.
+//!
 //! Also the random access and secret keys MinIO generates: 20 characters
 //! of `0-9A-Z`, and 40 characters of base64 with `/` made `+`.
 
@@ -23,7 +27,8 @@ pub const MAX_TOKEN_LEN: usize = 16 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Claims {
     pub access_key: String,
-    /// Unix seconds.
+    /// Unix seconds; 0 when the token has no expiry (a service
+    /// account's).
     pub exp: u64,
     pub parent: String,
     /// The session policy's JSON (decoded from base64), if any.
@@ -77,6 +82,39 @@ pub fn session_claims(
     m
 }
 
+/// The `sa-policy` claim of a service account whose policy is its
+/// parent's.
+pub const INHERITED_POLICY: &str = "inherited-policy";
+/// The `sa-policy` claim of a service account restricted by its own
+/// policy (`sessionPolicy`).
+pub const EMBEDDED_POLICY: &str = "embedded-policy";
+
+/// The claims of a service account's token (signed with its own secret
+/// key): `extra` claims first, then the parent and the policy claims,
+/// which replace any of the same name.
+pub fn service_claims(
+    access_key: &str,
+    parent: &str,
+    session_policy: Option<&[u8]>,
+    extra: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut m = extra.clone();
+    m.remove("exp");
+    m.remove("sessionPolicy");
+    m.insert("accessKey".into(), Value::from(access_key));
+    m.insert("parent".into(), Value::from(parent));
+    match session_policy {
+        Some(p) => {
+            m.insert("sessionPolicy".into(), Value::from(STANDARD.encode(p)));
+            m.insert("sa-policy".into(), Value::from(EMBEDDED_POLICY));
+        }
+        None => {
+            m.insert("sa-policy".into(), Value::from(INHERITED_POLICY));
+        }
+    }
+    m
+}
+
 /// Verifies `token` under `key` and reads its claims. The expiry is not
 /// checked here: the caller tells an expired token from a forged one.
 pub fn verify(token: &str, key: &[u8]) -> Result<Claims, TokenError> {
@@ -124,7 +162,8 @@ pub fn verify(token: &str, key: &[u8]) -> Result<Claims, TokenError> {
             .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
             .ok_or(TokenError::Malformed)?,
         Some(Value::String(s)) => s.parse().map_err(|_| TokenError::Malformed)?,
-        _ => return Err(TokenError::Malformed),
+        None => 0,
+        Some(_) => return Err(TokenError::Malformed),
     };
     let session_policy = match raw.get("sessionPolicy") {
         None => None,
@@ -223,6 +262,33 @@ mod tests {
         assert_eq!(verify(&sign(&m, b"k"), b"k"), Err(TokenError::Malformed));
         m.insert("exp".into(), Value::from(7.9));
         assert_eq!(verify(&sign(&m, b"k"), b"k").unwrap().exp, 7);
+    }
+
+    #[test]
+    fn service_account_tokens_have_minio_claims() {
+        let t = sign(
+            &service_claims("SVC", "alice", None, &Map::new()),
+            b"svc-secret",
+        );
+        let body = URL_SAFE_NO_PAD
+            .decode(t.split('.').nth(1).unwrap())
+            .unwrap();
+        assert_eq!(
+            body,
+            br#"{"accessKey":"SVC","parent":"alice","sa-policy":"inherited-policy"}"#
+        );
+        let c = verify(&t, b"svc-secret").unwrap();
+        assert_eq!((c.exp, c.session_policy), (0, None));
+        // An embedded policy replaces the claims it names, kept ones stay.
+        let mut extra = Map::new();
+        extra.insert("exp".into(), Value::from(5));
+        extra.insert("custom".into(), Value::from("kept"));
+        extra.insert("sa-policy".into(), Value::from(INHERITED_POLICY));
+        let m = service_claims("SVC", "alice", Some(b"{}"), &extra);
+        assert_eq!(m["sa-policy"], EMBEDDED_POLICY);
+        assert_eq!(m["sessionPolicy"], "e30=");
+        assert_eq!(m["custom"], "kept");
+        assert!(!m.contains_key("exp"));
     }
 
     #[test]
