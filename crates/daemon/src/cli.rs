@@ -120,6 +120,23 @@ pub const TEST_STS_MIN_DURATION: EnvVar = EnvVar {
     help: "FOR TESTS ONLY: the shortest STS AssumeRole session granted (Go-style duration, at \
            least 1s), so that tests of expiry need not wait; default 15m, MinIO's minimum",
 };
+pub const OPENID_CONFIG_URL: EnvVar = EnvVar {
+    name: "TESSERA_IDENTITY_OPENID_CONFIG_URL",
+    aliases: &["MINIO_IDENTITY_OPENID_CONFIG_URL"],
+    help: "OpenID Connect discovery URL (.../.well-known/openid-configuration) of the provider \
+           whose tokens STS AssumeRoleWithWebIdentity accepts; unset: none",
+};
+pub const OPENID_CLIENT_ID: EnvVar = EnvVar {
+    name: "TESSERA_IDENTITY_OPENID_CLIENT_ID",
+    aliases: &["MINIO_IDENTITY_OPENID_CLIENT_ID"],
+    help: "client id the provider's tokens must be issued to (their aud or azp claim)",
+};
+pub const OPENID_CLAIM_NAME: EnvVar = EnvVar {
+    name: "TESSERA_IDENTITY_OPENID_CLAIM_NAME",
+    aliases: &["MINIO_IDENTITY_OPENID_CLAIM_NAME"],
+    help: "token claim naming the policies of the session (comma separated or a list); \
+           default policy",
+};
 pub const LOG: EnvVar = EnvVar {
     name: "TESSERA_LOG",
     aliases: &[],
@@ -287,6 +304,9 @@ pub const ENV_VARS: &[EnvVar] = &[
     INSECURE_SSE_C,
     API_SIGV2,
     TEST_STS_MIN_DURATION,
+    OPENID_CONFIG_URL,
+    OPENID_CLIENT_ID,
+    OPENID_CLAIM_NAME,
     LOG,
     LOG_FORMAT,
     SHUTDOWN_TIMEOUT,

@@ -412,6 +412,7 @@ pub(crate) fn gateway_config(
         },
         sigv2: cfg.sigv2,
         sts_min_duration_secs: cfg.sts_min_duration_secs,
+        openid: cfg.openid.clone(),
         limits: GatewayLimits {
             max_requests,
             request_wait: cfg.requests_deadline,

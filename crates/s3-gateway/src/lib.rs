@@ -29,6 +29,7 @@ mod error;
 pub mod fuzzing;
 mod handlers;
 pub mod iam;
+pub mod oidc;
 mod rfc2047;
 pub mod router;
 mod service;

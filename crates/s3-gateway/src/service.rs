@@ -43,6 +43,8 @@ pub struct GatewayConfig {
     /// The shortest STS session granted, seconds: MinIO's 900. Only tests
     /// of expiry set it lower.
     pub sts_min_duration_secs: u64,
+    /// The OpenID Connect provider of `AssumeRoleWithWebIdentity`, if any.
+    pub openid: Option<crate::oidc::OpenIdConfig>,
 }
 
 impl Default for GatewayConfig {
@@ -56,6 +58,7 @@ impl Default for GatewayConfig {
             encryption: crate::encryption::EncryptionConfig::default(),
             sigv2: true,
             sts_min_duration_secs: crate::iam::temp::MIN_DURATION,
+            openid: None,
         }
     }
 }
@@ -177,8 +180,11 @@ pub struct Gateway {
     pub(crate) bucket_policies: crate::authz::BucketPolicies,
     observer: Option<Arc<dyn RequestObserver>>,
     admission: Admission,
-    /// The share of unauthenticated browser POST forms.
-    post_admission: Admission,
+    /// The share of unauthenticated browser POST forms (and of web
+    /// identity STS calls, unsigned too).
+    pub(crate) post_admission: Admission,
+    /// The OpenID Connect provider, when one is configured.
+    pub(crate) oidc: Option<crate::oidc::Provider>,
     /// Authentication of MinIO's admin API.
     pub(crate) admin_auth: crate::admin::AdminAuth,
     /// When the gateway was made: the server's uptime counts from it.
@@ -290,6 +296,11 @@ impl Gateway {
             admission: Admission::new(config.limits.max_requests, config.limits.request_wait),
             post_admission: Admission::new(post_forms_bound(&config.limits), Duration::ZERO),
             admin_auth: crate::admin::AdminAuth::new(&config.region, &config.credentials),
+            oidc: config.openid.clone().and_then(|c| {
+                crate::oidc::Provider::new(c)
+                    .map_err(|e| tracing::error!("OpenID provider not usable: {e}"))
+                    .ok()
+            }),
             started: Instant::now(),
             config,
             observer: None,

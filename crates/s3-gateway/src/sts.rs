@@ -6,6 +6,13 @@
 //! cannot call it, and a request that carries a session token is refused,
 //! as MinIO refuses them.
 //!
+//! `AssumeRoleWithWebIdentity` is the same call unsigned, with the
+//! identity token of the configured OpenID Connect provider
+//! ([`crate::oidc`]) in `WebIdentityToken`: the token is the proof of
+//! identity, its policy claim names the session's policies
+//! ([`crate::iam::webid`]). Its form is read in the share of unsigned
+//! forms, bounded in size and time like a browser upload's.
+//!
 //! Errors are STS documents (`ErrorResponse`), not S3's: the AWS SDKs
 //! read STS answers with the query protocol's error shape.
 
@@ -31,14 +38,18 @@ const STS_VERSION: &str = "2011-06-15";
 const MAX_FORM_BYTES: u64 = 64 * 1024;
 
 /// Whether a request is an STS call as MinIO routes them: `POST /`
-/// without a query, a form body, and a SigV4 `Authorization` header.
+/// without a query, a form body, and a SigV4 `Authorization` header or
+/// none (a web identity call).
 pub(crate) fn is_sts(parts: &http::request::Parts) -> bool {
     let h = |n: &str| parts.headers.get(n).and_then(|v| v.to_str().ok());
     parts.method == Method::POST
         && parts.uri.path() == "/"
         && parts.uri.query().is_none_or(str::is_empty)
         && h("content-type").is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"))
-        && h("authorization").is_some_and(|a| a.starts_with(crate::auth::ALGORITHM))
+        && parts
+            .headers
+            .get("authorization")
+            .is_none_or(|a| a.as_bytes().starts_with(crate::auth::ALGORITHM.as_bytes()))
 }
 
 /// The verifier configuration of STS requests: the S3 one, service `sts`.
@@ -123,6 +134,14 @@ impl Gateway {
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
     {
+        if !ctx.parts.headers.contains_key("authorization") {
+            ctx.api = "AssumeRoleWithWebIdentity";
+            ctx.slot = Some(self.post_admission.admit().await?);
+            return Ok(match self.assume_role_with_web_identity(ctx).await {
+                Ok(r) => r,
+                Err(e) => error_response(&e, &ctx.request_id),
+            });
+        }
         ctx.api = "AssumeRole";
         ctx.slot = Some(self.admit().await?);
         Ok(match self.assume_role(ctx).await {
@@ -254,6 +273,111 @@ impl Gateway {
         Ok(crate::handlers::xml_response(StatusCode::OK, w.finish()))
     }
 
+    async fn assume_role_with_web_identity<B>(
+        &self,
+        ctx: &mut Ctx<B>,
+    ) -> Result<Response<ResponseBody>, StsError>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: std::fmt::Display,
+    {
+        let body = tokio::time::timeout(self.config.limits.post_form_timeout, self.read_form(ctx))
+            .await
+            .map_err(|_| StsError::invalid("the request body took too long"))??;
+        let text = std::str::from_utf8(&body)
+            .map_err(|_| StsError::invalid("the form body is not UTF-8"))?;
+        let form = crate::service::parse_query(text)
+            .map_err(|_| StsError::invalid("the form body does not parse"))?;
+        let get = |n: &str| {
+            form.iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.as_str())
+                .filter(|v| !v.is_empty())
+        };
+        if get("Version") != Some(STS_VERSION) {
+            return Err(StsError::missing(format!(
+                "Invalid STS API version {}, expecting {STS_VERSION}",
+                get("Version").unwrap_or("")
+            )));
+        }
+        match get("Action") {
+            Some("AssumeRoleWithWebIdentity") => {}
+            Some("AssumeRole") => {
+                return Err(StsError::access_denied("The request is not signed."));
+            }
+            other => {
+                return Err(StsError::invalid(format!(
+                    "Unsupported action {}",
+                    other.unwrap_or("")
+                )));
+            }
+        }
+        let provider = self
+            .oidc
+            .as_ref()
+            .ok_or_else(|| StsError::invalid("No OpenID Connect provider is configured."))?;
+        let token = get("WebIdentityToken")
+            .ok_or_else(|| StsError::missing("WebIdentityToken is required"))?;
+        // Parameters are checked before the provider is asked.
+        let session_policy = match get("Policy") {
+            None => None,
+            Some(p) => Some(temp::parse_session_policy(p)?),
+        };
+        let duration = match get("DurationSeconds") {
+            None => None,
+            d => Some(temp::parse_duration(d, self.iam.sts_min_duration())?),
+        };
+        let claims = provider
+            .validate(token, temp::unix_now())
+            .await
+            .map_err(|e| match e {
+                crate::oidc::OidcError::Expired => StsError {
+                    code: "ExpiredToken",
+                    status: StatusCode::BAD_REQUEST,
+                    message: "The web identity token that was passed is expired or is not valid."
+                        .into(),
+                },
+                crate::oidc::OidcError::Provider(m) => {
+                    tracing::warn!("AssumeRoleWithWebIdentity: {m}");
+                    StsError {
+                        code: "IDPCommunicationError",
+                        status: StatusCode::BAD_REQUEST,
+                        message: "The OpenID Connect provider could not be reached or did not answer as expected.".into(),
+                    }
+                }
+                crate::oidc::OidcError::Invalid(m) => StsError::invalid(m),
+            })?;
+        let issued = self
+            .iam
+            .assume_role_web(&claims, provider.claim_name(), duration, session_policy)
+            .await?;
+        let expiration = crate::iam::store::rfc3339(
+            SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(issued.expires),
+        );
+        let claim = |k: &str| claims.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        let mut w = XmlWriter::new();
+        w.root_ns("AssumeRoleWithWebIdentityResponse", STS_NS)
+            .open("AssumeRoleWithWebIdentityResult")
+            .open("AssumedRoleUser")
+            .elem("Arn", "")
+            .elem("AssumeRoleId", "")
+            .close("AssumedRoleUser")
+            .open("Credentials")
+            .elem("AccessKeyId", &issued.access_key)
+            .elem("SecretAccessKey", &issued.secret_key)
+            .elem("SessionToken", &issued.session_token)
+            .elem("Expiration", &expiration)
+            .close("Credentials")
+            .elem("SubjectFromWebIdentityToken", claim("sub"))
+            .elem("Provider", claim("iss"))
+            .close("AssumeRoleWithWebIdentityResult")
+            .open("ResponseMetadata")
+            .elem("RequestId", &ctx.request_id)
+            .close("ResponseMetadata")
+            .close("AssumeRoleWithWebIdentityResponse");
+        Ok(crate::handlers::xml_response(StatusCode::OK, w.finish()))
+    }
+
     /// The request's form body, bounded in size and time.
     async fn read_form<B>(&self, ctx: &mut Ctx<B>) -> Result<Vec<u8>, StsError>
     where
@@ -351,7 +475,10 @@ mod tests {
         assert!(!is_sts(&parts(Method::POST, "/bucket", &[form, auth])));
         assert!(!is_sts(&parts(Method::GET, "/", &[form, auth])));
         assert!(!is_sts(&parts(Method::POST, "/", &[auth])));
-        assert!(!is_sts(&parts(Method::POST, "/", &[form])));
+        // Unsigned: a web identity call; signed otherwise: not STS.
+        assert!(is_sts(&parts(Method::POST, "/", &[form])));
+        let v2 = ("authorization", "AWS a:b");
+        assert!(!is_sts(&parts(Method::POST, "/", &[form, v2])));
     }
 
     #[test]

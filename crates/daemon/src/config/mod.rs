@@ -85,6 +85,8 @@ pub struct ServerConfig {
     pub sigv2: bool,
     /// The shortest STS session, seconds (tests set it below MinIO's 900).
     pub sts_min_duration_secs: u64,
+    /// The OpenID Connect provider of web identities, if configured.
+    pub openid: Option<s3_gateway::oidc::OpenIdConfig>,
     pub scanner: ScanOptions,
     pub shutdown_timeout: Duration,
     /// Deadline of every drive operation and probe interval of offline
@@ -338,6 +340,47 @@ impl ServerConfig {
                 "TESSERA_TEST_STS_MIN_DURATION shortens STS sessions below MinIO's 15 minutes: for tests only"
             );
         }
+        let openid = match env.get(&cli::OPENID_CONFIG_URL) {
+            None => None,
+            Some((url, _)) => {
+                let client_id = env
+                    .get(&cli::OPENID_CLIENT_ID)
+                    .map(|(v, _)| v.trim().to_owned())
+                    .unwrap_or_default();
+                let claim_name = env
+                    .get(&cli::OPENID_CLAIM_NAME)
+                    .map(|(v, _)| v.trim().to_owned())
+                    .unwrap_or_default();
+                // The system's authorities, and those of the certificates
+                // directory's CAs/ (as for the cluster's peers).
+                let mut ca_files: Vec<PathBuf> = std::env::var_os("SSL_CERT_FILE")
+                    .map(PathBuf::from)
+                    .into_iter()
+                    .chain(
+                        [
+                            "/etc/ssl/certs/ca-certificates.crt",
+                            "/etc/pki/tls/certs/ca-bundle.crt",
+                            "/etc/ssl/cert.pem",
+                        ]
+                        .map(PathBuf::from),
+                    )
+                    .collect();
+                if let Some(dir) = &certs_dir
+                    && let Ok(entries) = std::fs::read_dir(dir.join("CAs"))
+                {
+                    ca_files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+                }
+                let cfg = s3_gateway::oidc::OpenIdConfig {
+                    config_url: url.trim().to_owned(),
+                    client_id,
+                    claim_name,
+                    ca_files,
+                };
+                s3_gateway::oidc::Provider::new(cfg.clone())
+                    .map_err(|e| ConfigError(format!("TESSERA_IDENTITY_OPENID_*: {e}")))?;
+                Some(cfg)
+            }
+        };
         let splice_get = on_off(&cli::SPLICE_GET)?;
         let huge_fill = match env.get(&cli::HUGE_FILL) {
             Some((v, _)) if v.trim().eq_ignore_ascii_case("auto") => None,
@@ -468,6 +511,7 @@ impl ServerConfig {
             insecure_sse_c,
             sigv2,
             sts_min_duration_secs,
+            openid,
             scanner: ScanOptions {
                 versions_per_sec: rate,
                 interval,

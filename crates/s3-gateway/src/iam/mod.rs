@@ -13,6 +13,7 @@ pub mod store;
 pub mod svcacct;
 pub mod temp;
 pub mod token;
+pub mod webid;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -133,6 +134,8 @@ pub struct IamState {
     /// The identity of every enabled user, resolved once per view: a
     /// request takes its user's with one lookup.
     pub identities: HashMap<String, Arc<Identity>>,
+    /// Policies of web identities' temporary credentials, by parent.
+    pub sts_policies: HashMap<String, Vec<String>>,
     /// Live temporary credentials (STS), by access key.
     pub temps: HashMap<String, Arc<temp::TempCred>>,
     /// The identity of each temporary credential whose parent is enabled.
@@ -423,6 +426,14 @@ impl Iam {
                 .await?
             {
                 st.group_policies.insert(name, m.names());
+            }
+        }
+        for name in self.names(store::STS_POLICY_PREFIX, ".json").await? {
+            if let Some(m) = self
+                .read_json::<MappedPolicy>(&store::sts_policy_path(&name))
+                .await?
+            {
+                st.sts_policies.insert(name, m.names());
             }
         }
         let names: Vec<String> = st.users.keys().cloned().collect();

@@ -11,6 +11,7 @@
 //! policydb/groups/<group>.json         (the same)
 //! sts/<access key>/identity.json       temporary credentials (AssumeRole)
 //! service-accounts/<key>/identity.json service accounts (with their token)
+//! policydb/sts-users/<parent>.json     policies of a web identity's sessions
 //! ```
 //!
 //! MinIO writes these documents in the clear unless it has a KMS, and
@@ -50,6 +51,13 @@ pub fn user_path(access_key: &str) -> String {
 
 pub fn sts_path(access_key: &str) -> String {
     format!("{STS_PREFIX}{access_key}/identity.json")
+}
+
+/// Policies of web identities' temporary credentials, by parent.
+pub const STS_POLICY_PREFIX: &str = "config/iam/policydb/sts-users/";
+
+pub fn sts_policy_path(parent: &str) -> String {
+    format!("{STS_POLICY_PREFIX}{parent}.json")
 }
 
 pub fn svc_path(access_key: &str) -> String {

@@ -40,6 +40,9 @@ pub struct TempCred {
     pub parent: String,
     /// The session policy, parsed.
     pub session_policy: Option<Arc<Policy>>,
+    /// The policies the token names (web identities': the `policy`
+    /// claim), used when no mapping of the parent is stored.
+    pub claim_policies: Vec<String>,
 }
 
 impl TempCred {
@@ -117,7 +120,9 @@ impl IamState {
         parent_is_root: bool,
         session_policy: Option<Arc<Policy>>,
     ) -> Option<Identity> {
-        let mut id = if parent_is_root {
+        let mut id = if let Some(web) = self.web_identity(parent) {
+            web
+        } else if parent_is_root {
             Identity {
                 name: parent.to_owned(),
                 arn: format!("arn:aws:iam:::user/{parent}"),
@@ -195,6 +200,13 @@ impl Iam {
             } else {
                 c.parent_user
             };
+            let claim_policies = crate::oidc::claim_values(&claims.raw, "policy")
+                .iter()
+                .flat_map(|v| v.split(','))
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect();
             st.temps.insert(
                 name,
                 Arc::new(TempCred {
@@ -203,6 +215,7 @@ impl Iam {
                     expires: claims.exp,
                     parent,
                     session_policy,
+                    claim_policies,
                 }),
             );
         }
@@ -211,6 +224,19 @@ impl Iam {
             .iter()
             .filter_map(|(ak, t)| {
                 let root = self.is_root(&t.parent);
+                let web_parent = !root && !st.users.contains_key(&t.parent);
+                if web_parent && !st.sts_policies.contains_key(&t.parent) {
+                    // A web identity whose mapping is not stored: the
+                    // policies its token names.
+                    return Some((
+                        ak.clone(),
+                        Arc::new(st.policies_identity(
+                            &t.parent,
+                            &t.claim_policies,
+                            t.session_policy.clone(),
+                        )),
+                    ));
+                }
                 st.temp_identity(&t.parent, root, t.session_policy.clone())
                     .map(|id| (ak.clone(), Arc::new(id)))
             })
@@ -229,14 +255,36 @@ impl Iam {
         duration: u64,
         session_policy: Option<(Vec<u8>, Arc<Policy>)>,
     ) -> Result<Issued, IamError> {
+        let _g = self.changes.lock().await;
+        if !self.is_root(parent) && !self.snapshot().identities.contains_key(parent) {
+            return Err(IamError::NoSuchUser(parent.to_owned()));
+        }
+        let claims = token::session_claims(
+            "",
+            0,
+            parent,
+            session_policy.as_ref().map(|(json, _)| json.as_slice()),
+        );
+        let expires = unix_now() + duration;
+        let issued = self.issue(parent, expires, claims).await?;
+        self.publish().await?;
+        Ok(issued)
+    }
+
+    /// Stores temporary credentials for `parent` expiring at `expires`
+    /// whose token carries `claims` (their access key and expiry set
+    /// here), after removing expired ones; within the bounds per parent
+    /// and in all. The caller holds the change lock and publishes.
+    pub(super) async fn issue(
+        &self,
+        parent: &str,
+        expires: u64,
+        mut claims: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Issued, IamError> {
         let key = self
             .token_key()
             .ok_or_else(|| IamError::Invalid("the server has no root user".into()))?;
-        let _g = self.changes.lock().await;
         let st = self.snapshot();
-        if !self.is_root(parent) && !st.identities.contains_key(parent) {
-            return Err(IamError::NoSuchUser(parent.to_owned()));
-        }
         let now = unix_now();
         let mut expired = Vec::new();
         let mut mine = 0usize;
@@ -262,13 +310,8 @@ impl Iam {
         }
         let access_key = token::new_access_key();
         let secret_key = token::new_secret_key();
-        let expires = now + duration;
-        let claims = token::session_claims(
-            &access_key,
-            expires,
-            parent,
-            session_policy.as_ref().map(|(json, _)| json.as_slice()),
-        );
+        claims.insert("accessKey".into(), access_key.clone().into());
+        claims.insert("exp".into(), expires.into());
         let session_token = token::sign(&claims, key.as_bytes());
         let doc = UserIdentity {
             version: 1,
@@ -284,7 +327,6 @@ impl Iam {
             updated_at: store::now_rfc3339(),
         };
         self.write_json(&sts_path(&access_key), &doc).await?;
-        self.publish().await?;
         Ok(Issued {
             access_key,
             secret_key,
@@ -346,6 +388,7 @@ mod tests {
             expires: 100,
             parent: "p".into(),
             session_policy: None,
+            claim_policies: Vec::new(),
         };
         assert!(!t.expired_at(99));
         assert!(t.expired_at(100));
