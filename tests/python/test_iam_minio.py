@@ -138,9 +138,10 @@ class Minio:
     erasure set), on loopback, with the tests' root credentials. Its log
     and HOME are in `root`."""
 
-    def __init__(self, root, drives):
+    def __init__(self, root, drives, env=None):
         self.root = root
         self.drives = drives
+        self.extra_env = dict(env or {})
         self.proc = None
         self.endpoint = None
         self.log_path = None
@@ -168,6 +169,7 @@ class Minio:
                 "MINIO_BROWSER": "off",
                 "MINIO_UPDATE": "off",
             })
+            env.update(self.extra_env)
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
                     [minio_binary(), "server", "--address", f"127.0.0.1:{port}",

@@ -29,6 +29,7 @@ from botocore.exceptions import ClientError
 from s3util import client
 from tessera_server import REGION, TesseraServer
 from test_iam import IamCase
+from test_iam_minio import MINIO_ATTEMPTS, Minio, minio_client
 from test_sts import temp_client
 
 CLIENT_ID = "tessera-test-client"
@@ -263,6 +264,86 @@ class WebIdentityOverHttps(unittest.TestCase):
                 # The server still serves.
                 client(server.endpoint).list_buckets()
             server.stop()
+
+
+class WebIdentityMinio(unittest.TestCase):
+    """The same provider trusted by MinIO and by Tessera on the same four
+    drives, one server at a time: the same token gets the same rights from
+    both (MinIO the oracle), and the temporary credentials either server
+    issued keep working on the other (the session token, its claims and
+    the `policydb/sts-users` mapping read as the issuer wrote them)."""
+
+    def test_minio_and_tessera_share_web_identity_sessions(self):
+        provider = Provider()
+        self.addCleanup(provider.stop)
+        env = {"TESSERA_IDENTITY_OPENID_CONFIG_URL": provider.config_url,
+               "TESSERA_IDENTITY_OPENID_CLIENT_ID": CLIENT_ID}
+        tessera = TesseraServer(env=env)
+        self.addCleanup(tessera.cleanup)
+        for d in tessera.drives:
+            os.makedirs(d, exist_ok=True)
+        minio = Minio(tessera.root, tessera.drives, env={
+            "MINIO_IDENTITY_OPENID_CONFIG_URL": provider.config_url,
+            "MINIO_IDENTITY_OPENID_CLIENT_ID": CLIENT_ID})
+        self.addCleanup(minio.stop)
+
+        def retried(call, attempts):
+            for attempt in range(attempts):
+                try:
+                    return call()
+                except ClientError as e:
+                    if e.response["ResponseMetadata"]["HTTPStatusCode"] != 503 or attempt + 1 == attempts:
+                        raise
+                    time.sleep(0.5)
+
+        def rights(endpoint, creds, attempts, who):
+            """(GET allowed, PUT allowed) of `creds` on `endpoint`."""
+            c = temp_client(endpoint, creds)
+            got = []
+            for call in (lambda: c.get_object(Bucket="web", Key="a.txt")["Body"].read(),
+                         lambda: c.put_object(Bucket="web", Key=f"by-{who}", Body=b"x")):
+                try:
+                    retried(call, attempts)
+                    got.append(True)
+                except ClientError as e:
+                    self.assertEqual(e.response["Error"]["Code"], "AccessDenied", f"{who}: {e}")
+                    got.append(False)
+            return tuple(got)
+
+        def exchange(endpoint, token, attempts):
+            return retried(lambda: unsigned_sts(endpoint).assume_role_with_web_identity(
+                RoleArn=ROLE, RoleSessionName="web", WebIdentityToken=token), attempts)["Credentials"]
+
+        minio.start()
+        root = minio_client(minio.endpoint)
+        retried(lambda: root.create_bucket(Bucket="web"), MINIO_ATTEMPTS)
+        retried(lambda: root.put_object(Bucket="web", Key="a.txt", Body=b"a"), MINIO_ATTEMPTS)
+        # Two subjects: the policies of a subject's sessions are stored
+        # per subject (its latest token's claim), by both servers.
+        reader = provider.token(sub="web-reader", policy="readonly")
+        writer = provider.token(sub="web-writer", policy="readwrite")
+        minio_reader = exchange(minio.endpoint, reader, MINIO_ATTEMPTS)
+        minio_writer = exchange(minio.endpoint, writer, MINIO_ATTEMPTS)
+        oracle = {"readonly": rights(minio.endpoint, minio_reader, MINIO_ATTEMPTS, "minio"),
+                  "readwrite": rights(minio.endpoint, minio_writer, MINIO_ATTEMPTS, "minio")}
+        self.assertEqual(oracle, {"readonly": (True, False), "readwrite": (True, True)})
+        minio.stop()
+
+        tessera.start()
+        self.assertEqual(rights(tessera.endpoint, exchange(tessera.endpoint, reader, 1), 1, "tessera"),
+                         oracle["readonly"])
+        tessera_writer = exchange(tessera.endpoint, writer, 1)
+        self.assertEqual(rights(tessera.endpoint, tessera_writer, 1, "tessera"), oracle["readwrite"])
+        # MinIO's session, read from the drives.
+        self.assertEqual(rights(tessera.endpoint, minio_reader, 1, "tessera-minio-session"),
+                         oracle["readonly"])
+        self.assertEqual(tessera.stop(), 0, tessera.log_tail())
+
+        minio.start()
+        # Tessera's session, read by MinIO from the drives.
+        self.assertEqual(rights(minio.endpoint, tessera_writer, MINIO_ATTEMPTS, "minio-tessera-session"),
+                         oracle["readwrite"])
+        minio.stop()
 
 
 if __name__ == "__main__":
