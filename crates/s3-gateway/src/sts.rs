@@ -111,6 +111,60 @@ impl From<IamError> for StsError {
     }
 }
 
+/// The form of an STS call, whose `Version` must be STS's.
+fn parse_form(body: &[u8]) -> Result<Vec<(String, String)>, StsError> {
+    let text =
+        std::str::from_utf8(body).map_err(|_| StsError::invalid("the form body is not UTF-8"))?;
+    let form = crate::service::parse_query(text)
+        .map_err(|_| StsError::invalid("the form body does not parse"))?;
+    let version = form
+        .iter()
+        .find(|(k, _)| k == "Version")
+        .map_or("", |(_, v)| v.as_str());
+    if version != STS_VERSION {
+        return Err(StsError::missing(format!(
+            "Invalid STS API version {version}, expecting {STS_VERSION}"
+        )));
+    }
+    Ok(form)
+}
+
+/// The answer of `action` (`AssumeRole`, ...): the credentials issued,
+/// then `extra` elements of its result.
+fn credentials_response(
+    action: &str,
+    issued: &temp::Issued,
+    extra: &[(&str, &str)],
+    request_id: &str,
+) -> Response<ResponseBody> {
+    let expiration = crate::iam::store::rfc3339(
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(issued.expires),
+    );
+    let (root, result) = (format!("{action}Response"), format!("{action}Result"));
+    let mut w = XmlWriter::new();
+    w.root_ns(&root, STS_NS)
+        .open(&result)
+        .open("AssumedRoleUser")
+        .elem("Arn", "")
+        .elem("AssumeRoleId", "")
+        .close("AssumedRoleUser")
+        .open("Credentials")
+        .elem("AccessKeyId", &issued.access_key)
+        .elem("SecretAccessKey", &issued.secret_key)
+        .elem("SessionToken", &issued.session_token)
+        .elem("Expiration", &expiration)
+        .close("Credentials");
+    for (name, value) in extra {
+        w.elem(name, value);
+    }
+    w.close(&result)
+        .open("ResponseMetadata")
+        .elem("RequestId", request_id)
+        .close("ResponseMetadata")
+        .close(&root);
+    crate::handlers::xml_response(StatusCode::OK, w.finish())
+}
+
 fn error_response(e: &StsError, request_id: &str) -> Response<ResponseBody> {
     let mut w = XmlWriter::new();
     w.root_ns("ErrorResponse", STS_NS)
@@ -220,17 +274,8 @@ impl Gateway {
             }
             _ => return Err(StsError::invalid("STS calls cannot be sent aws-chunked")),
         }
-        let text = std::str::from_utf8(&body)
-            .map_err(|_| StsError::invalid("the form body is not UTF-8"))?;
-        let form = crate::service::parse_query(text)
-            .map_err(|_| StsError::invalid("the form body does not parse"))?;
+        let form = parse_form(&body)?;
         let get = |n: &str| form.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
-        if get("Version") != Some(STS_VERSION) {
-            return Err(StsError::missing(format!(
-                "Invalid STS API version {}, expecting {STS_VERSION}",
-                get("Version").unwrap_or("")
-            )));
-        }
         match get("Action") {
             Some("AssumeRole") => {}
             other => {
@@ -249,28 +294,12 @@ impl Gateway {
             .iam
             .assume_role(&parent, duration, session_policy)
             .await?;
-        let expiration = crate::iam::store::rfc3339(
-            SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(issued.expires),
-        );
-        let mut w = XmlWriter::new();
-        w.root_ns("AssumeRoleResponse", STS_NS)
-            .open("AssumeRoleResult")
-            .open("AssumedRoleUser")
-            .elem("Arn", "")
-            .elem("AssumeRoleId", "")
-            .close("AssumedRoleUser")
-            .open("Credentials")
-            .elem("AccessKeyId", &issued.access_key)
-            .elem("SecretAccessKey", &issued.secret_key)
-            .elem("SessionToken", &issued.session_token)
-            .elem("Expiration", &expiration)
-            .close("Credentials")
-            .close("AssumeRoleResult")
-            .open("ResponseMetadata")
-            .elem("RequestId", &ctx.request_id)
-            .close("ResponseMetadata")
-            .close("AssumeRoleResponse");
-        Ok(crate::handlers::xml_response(StatusCode::OK, w.finish()))
+        Ok(credentials_response(
+            "AssumeRole",
+            &issued,
+            &[],
+            &ctx.request_id,
+        ))
     }
 
     async fn assume_role_with_web_identity<B>(
@@ -284,22 +313,13 @@ impl Gateway {
         let body = tokio::time::timeout(self.config.limits.post_form_timeout, self.read_form(ctx))
             .await
             .map_err(|_| StsError::invalid("the request body took too long"))??;
-        let text = std::str::from_utf8(&body)
-            .map_err(|_| StsError::invalid("the form body is not UTF-8"))?;
-        let form = crate::service::parse_query(text)
-            .map_err(|_| StsError::invalid("the form body does not parse"))?;
+        let form = parse_form(&body)?;
         let get = |n: &str| {
             form.iter()
                 .find(|(k, _)| k == n)
                 .map(|(_, v)| v.as_str())
                 .filter(|v| !v.is_empty())
         };
-        if get("Version") != Some(STS_VERSION) {
-            return Err(StsError::missing(format!(
-                "Invalid STS API version {}, expecting {STS_VERSION}",
-                get("Version").unwrap_or("")
-            )));
-        }
         match get("Action") {
             Some("AssumeRoleWithWebIdentity") => {}
             Some("AssumeRole") => {
@@ -351,31 +371,16 @@ impl Gateway {
             .iam
             .assume_role_web(&claims, provider.claim_name(), duration, session_policy)
             .await?;
-        let expiration = crate::iam::store::rfc3339(
-            SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(issued.expires),
-        );
         let claim = |k: &str| claims.get(k).and_then(|v| v.as_str()).unwrap_or("");
-        let mut w = XmlWriter::new();
-        w.root_ns("AssumeRoleWithWebIdentityResponse", STS_NS)
-            .open("AssumeRoleWithWebIdentityResult")
-            .open("AssumedRoleUser")
-            .elem("Arn", "")
-            .elem("AssumeRoleId", "")
-            .close("AssumedRoleUser")
-            .open("Credentials")
-            .elem("AccessKeyId", &issued.access_key)
-            .elem("SecretAccessKey", &issued.secret_key)
-            .elem("SessionToken", &issued.session_token)
-            .elem("Expiration", &expiration)
-            .close("Credentials")
-            .elem("SubjectFromWebIdentityToken", claim("sub"))
-            .elem("Provider", claim("iss"))
-            .close("AssumeRoleWithWebIdentityResult")
-            .open("ResponseMetadata")
-            .elem("RequestId", &ctx.request_id)
-            .close("ResponseMetadata")
-            .close("AssumeRoleWithWebIdentityResponse");
-        Ok(crate::handlers::xml_response(StatusCode::OK, w.finish()))
+        Ok(credentials_response(
+            "AssumeRoleWithWebIdentity",
+            &issued,
+            &[
+                ("SubjectFromWebIdentityToken", claim("sub")),
+                ("Provider", claim("iss")),
+            ],
+            &ctx.request_id,
+        ))
     }
 
     /// The request's form body, bounded in size and time.
