@@ -149,6 +149,7 @@ class WebIdentityTests(IamCase):
 
     def test_tokens_trade_for_credentials_with_the_claimed_policies(self):
         b = self.bucket("a.txt")
+        before = dict(self.provider.fetches)
         r = self.assume(self.provider.token(), DurationSeconds=900)
         self.assertEqual(r["SubjectFromWebIdentityToken"], "web-alice")
         creds = r["Credentials"]
@@ -175,8 +176,10 @@ class WebIdentityTests(IamCase):
         narrowed.get_object(Bucket=b, Key="w")
         with self.assertRaises(ClientError):
             narrowed.put_object(Bucket=b, Key="n", Body=b"n")
-        # The key set was fetched once for all of these.
-        self.assertEqual(self.provider.fetches, {"discovery": 1, "jwks": 1})
+        # Four exchanges, at most one fetch of the keys (the first use, if
+        # this test runs first).
+        for doc in ("discovery", "jwks"):
+            self.assertLessEqual(self.provider.fetches[doc] - before[doc], 1, self.provider.fetches)
 
     def test_credentials_last_as_long_as_the_token(self):
         b = self.bucket("a.txt")

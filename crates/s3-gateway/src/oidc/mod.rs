@@ -3,8 +3,9 @@
 //! (`.../.well-known/openid-configuration`) and the client id the tokens
 //! must be issued to. Its `issuer` and key set (`jwks_uri`) are fetched on
 //! first use and kept for an hour; a token signed with a key id not in the
-//! set fetches it again, at most every 30 seconds (so unsigned requests
-//! cannot make the server hammer the provider).
+//! set fetches it again; fetches are tried at most every 30 seconds,
+//! whether they succeed or not (so unsigned requests cannot make the
+//! server hammer the provider, nor queue behind a provider that is down).
 //!
 //! A token is accepted when its signature verifies with the provider's key
 //! of its `kid` ([`jwt`]), it has not expired (`exp`) and is already valid
@@ -80,7 +81,10 @@ impl From<JwtError> for OidcError {
 struct Cache {
     issuer: String,
     keys: HashMap<String, Jwk>,
+    /// When the keys held were fetched.
     fetched: Option<Instant>,
+    /// When a fetch was last tried, whatever came of it.
+    tried: Option<Instant>,
 }
 
 /// A configured provider and what was fetched of it.
@@ -151,21 +155,26 @@ impl Provider {
         let mut c = self.cache.lock().await;
         let stale = c.fetched.is_none_or(|f| f.elapsed() > KEYS_TTL);
         let missing = !c.keys.contains_key(kid);
-        let may_refetch = c.fetched.is_none_or(|f| f.elapsed() > REFETCH_INTERVAL);
-        if stale || (missing && may_refetch) {
+        // A provider that is down is tried again at most every interval
+        // too, whoever asks.
+        let may_fetch = c.tried.is_none_or(|t| t.elapsed() > REFETCH_INTERVAL);
+        if may_fetch && (stale || missing) {
+            c.tried = Some(Instant::now());
             match self.fetch().await {
                 Ok((issuer, keys)) => {
-                    *c = Cache {
-                        issuer,
-                        keys,
-                        fetched: Some(Instant::now()),
-                    };
+                    c.issuer = issuer;
+                    c.keys = keys;
+                    c.fetched = Some(Instant::now());
                 }
                 // Keys fetched before still serve while the provider is
                 // down; without any, the caller is told why.
                 Err(e) if c.keys.is_empty() => return Err(e),
                 Err(e) => tracing::warn!("OpenID provider keys not refreshed: {e}"),
             }
+        } else if c.keys.is_empty() {
+            return Err(OidcError::Provider(
+                "its keys could not be fetched; the next try is at most 30 s away".into(),
+            ));
         }
         c.keys
             .get(kid)
