@@ -717,16 +717,19 @@ def admin_view(test, mc, who):
 
 class IamMinio(unittest.TestCase):
     maxDiff = None
+    # Environments of the two servers (the KMS variant below sets a key).
+    tessera_env = {}
+    minio_env = {}
 
     def setUp(self):
         # The drives, the logs and mc's configuration are all under the
         # Tessera server's temporary root; its cleanup removes them, after
         # both servers stopped (cleanups run last in, first out).
-        self.tessera = TesseraServer()
+        self.tessera = TesseraServer(env=self.tessera_env)
         self.addCleanup(self.tessera.cleanup)
         for d in self.tessera.drives:
             os.makedirs(d, exist_ok=True)
-        self.minio = Minio(self.tessera.root, self.tessera.drives)
+        self.minio = Minio(self.tessera.root, self.tessera.drives, env=self.minio_env)
         self.addCleanup(self.minio.stop)
         config = os.path.join(self.tessera.root, "mc-config")
         os.makedirs(config)
@@ -831,7 +834,7 @@ class IamMinio(unittest.TestCase):
         are on the drives, at the same paths, with the same fields and
         values (but for the moment of each write)."""
         other = [os.path.join(self.tessera.root, f"m{i}") for i in range(1, 5)]
-        self.minio = Minio(self.tessera.root, other)
+        self.minio = Minio(self.tessera.root, other, env=self.minio_env)
         self.addCleanup(self.minio.stop)
         endpoint = self.start_minio()
         make_everything(self, self.mc, minio_client(endpoint), self.tmp)
@@ -854,6 +857,52 @@ class IamMinio(unittest.TestCase):
         if differences:
             self.fail(f"{len(differences)} documents tessera writes unlike minio (paths under each "
                       "drive; times of writes aside):\n\n" + "\n\n".join(differences))
+
+
+KMS_KEY = "iam-kms-key:" + base64.b64encode(bytes(range(32))).decode()
+
+
+def raw_iam_files(drives):
+    """{path under config/iam: the stored bytes (shards joined)}."""
+    out = {}
+    base = os.path.join(drives[0], ".minio.sys", "config", "iam")
+    for dirpath, _, files in os.walk(base):
+        if "xl.meta" in files:
+            rel = os.path.relpath(os.path.join(dirpath, "xl.meta"), drives[0])
+            out[os.path.relpath(dirpath, base)] = read_document(drives, rel)
+    return out
+
+
+class IamMinioKms(IamMinio):
+    """The same, both servers with the same static KMS key: MinIO then
+    seals every IAM document at rest (per document, under a data key bound
+    to its path), and so does Tessera; each reads the other's."""
+
+    tessera_env = {"TESSERA_KMS_SECRET_KEY": KMS_KEY}
+    minio_env = {"MINIO_KMS_SECRET_KEY": KMS_KEY}
+
+    def test_documents_are_written_alike(self):
+        """Sealed documents differ by their random keys and nonces: what
+        both servers must share is that no secret is on the drives in the
+        clear, and that the same paths are written."""
+        other = [os.path.join(self.tessera.root, f"m{i}") for i in range(1, 5)]
+        self.minio = Minio(self.tessera.root, other, env=self.minio_env)
+        self.addCleanup(self.minio.stop)
+        endpoint = self.start_minio()
+        make_everything(self, self.mc, minio_client(endpoint), self.tmp)
+        self.minio.stop()
+        endpoint = self.start_tessera()
+        make_everything(self, self.mc, client(endpoint), self.tmp)
+        self.assertEqual(self.tessera.stop(), 0, self.tessera.log_tail())
+        theirs, ours = raw_iam_files(other), raw_iam_files(self.tessera.drives)
+        self.assertEqual(sorted(ours), sorted(theirs))
+        secrets = [spec[0].encode() for spec in USERS.values()] + [spec[0].encode() for spec in SVCACCTS.values()]
+        for who, files in (("minio", theirs), ("tessera", ours)):
+            self.assertTrue(any("users/reader" in p for p in files), f"{who}: {sorted(files)}")
+            for rel, data in files.items():
+                for secret in secrets:
+                    self.assertNotIn(secret, data, f"{who}: {rel} holds a secret in the clear")
+                self.assertNotIn(b'"Statement"', data, f"{who}: {rel} holds a policy in the clear")
 
 
 if __name__ == "__main__":

@@ -261,7 +261,11 @@ impl<B> Ctx<B> {
 impl Gateway {
     /// A gateway serving `layer`.
     pub fn new(layer: Arc<ObjectLayer>, config: GatewayConfig) -> Gateway {
-        let iam = crate::iam::Iam::new(Arc::clone(&layer), &config.credentials);
+        let iam = crate::iam::Iam::new(
+            Arc::clone(&layer),
+            &config.credentials,
+            config.encryption.kms.clone(),
+        );
         iam.set_sts_min_duration(config.sts_min_duration_secs);
         let creds = crate::iam::GatewayCredentials {
             iam: Arc::clone(&iam),

@@ -28,6 +28,7 @@
 //! assert!(Decryptor::new(&key, 0).open_all(&tampered).is_err());
 //! ```
 
+pub mod config;
 pub mod dare;
 pub mod key;
 pub mod kms;

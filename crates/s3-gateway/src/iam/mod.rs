@@ -9,6 +9,7 @@
 //! that answers reloads before the call returns). Reads are lock-free
 //! snapshots ([`Iam::snapshot`]): a request sees one consistent view.
 
+mod crypt;
 pub mod store;
 pub mod svcacct;
 pub mod temp;
@@ -225,6 +226,8 @@ pub struct Iam {
     /// The shortest STS session granted, seconds (MinIO's 900 unless a
     /// test shortens it).
     sts_min_duration: std::sync::atomic::AtomicU64,
+    /// The KMS documents are sealed with at rest, as MinIO seals them.
+    kms: crypt::DocKms,
 }
 
 impl std::fmt::Debug for Iam {
@@ -280,8 +283,13 @@ impl Iam {
     /// (access key, secret key pairs), whose requests are never checked
     /// against policies. Holds the root user and the built-in policies
     /// until [`reload`](Self::reload) reads the stored documents; follows
-    /// the changes other nodes announce.
-    pub fn new(layer: Arc<ObjectLayer>, root: &[(String, String)]) -> Arc<Iam> {
+    /// the changes other nodes announce. With `kms`, documents are sealed
+    /// at rest as MinIO with a KMS seals them.
+    pub fn new(
+        layer: Arc<ObjectLayer>,
+        root: &[(String, String)],
+        kms: Option<Arc<dyn sse::kms::Kms>>,
+    ) -> Arc<Iam> {
         let iam = Arc::new(Iam {
             layer,
             root: crate::service::static_credentials(root),
@@ -293,6 +301,7 @@ impl Iam {
             changes: tokio::sync::Mutex::new(()),
             reloads: std::sync::atomic::AtomicU64::new(0),
             sts_min_duration: std::sync::atomic::AtomicU64::new(temp::MIN_DURATION),
+            kms,
         });
         let weak = Arc::downgrade(&iam);
         iam.layer.watch_config(ConfigWatcher(Arc::new(move || {
@@ -387,7 +396,7 @@ impl Iam {
             );
         }
         for name in self.names(store::POLICIES_PREFIX, "/policy.json").await? {
-            let Some(bytes) = self.layer.read_config(&policy_path(&name)).await? else {
+            let Some(bytes) = self.read_doc(&policy_path(&name)).await? else {
                 continue;
             };
             let doc = match store::parse_policy_doc(&bytes) {
@@ -471,20 +480,13 @@ impl Iam {
         &self,
         path: &str,
     ) -> Result<Option<T>, IamError> {
-        let Some(bytes) = self.layer.read_config(path).await? else {
+        let Some(bytes) = self.read_doc(path).await? else {
             return Ok(None);
         };
         match serde_json::from_slice(&bytes) {
             Ok(v) => Ok(Some(v)),
             Err(e) => {
-                // MinIO with a KMS encrypts these documents: say so rather
-                // than drop the identity silently.
-                let why = if std::str::from_utf8(&bytes).is_err() {
-                    "encrypted (MinIO with a KMS): not readable here".to_owned()
-                } else {
-                    e.to_string()
-                };
-                tracing::warn!(%path, "IAM document skipped: {why}");
+                tracing::warn!(%path, "IAM document skipped: {e}");
                 Ok(None)
             }
         }
@@ -492,6 +494,7 @@ impl Iam {
 
     async fn write_json<T: serde::Serialize>(&self, path: &str, v: &T) -> Result<(), IamError> {
         let bytes = serde_json::to_vec(v).map_err(|e| IamError::Storage(e.to_string()))?;
+        let bytes = self.seal_doc(path, bytes)?;
         self.layer.write_config(path, &bytes).await?;
         Ok(())
     }
