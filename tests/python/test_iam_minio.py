@@ -689,6 +689,17 @@ def admin_view(test, mc, who):
                      f"{who}: mc admin policy info: {shown}")
     test.assertEqual(stored["Statement"][0]["Action"], ["s3:GetObject"], f"{who}: mc admin policy info")
 
+    # `mc admin policy entities`: by user (with its groups'), by group, by
+    # policy, and everything (the timestamp aside).
+    view["entities"] = {}
+    for query in (["--user", "reader", "--user", "writer", "--user", "nobody"], ["--group", "writers"],
+                  ["--policy", "readonly", "--policy", CUSTOM], []):
+        [doc] = json_docs(mc("--json", "admin", "policy", "entities", "s", *query).encode())
+        result = doc["result"]
+        result.pop("timestamp", None)
+        view["entities"][" ".join(query) or "all"] = result
+    test.assertEqual(view["entities"]["--group writers"],
+                     {"groupMappings": [{"group": "writers", "policies": ["readwrite"]}]}, who)
     view["svcaccts"] = {}
     for parent in ("reader", "writer"):
         listed = json_docs(mc("--json", "admin", "user", "svcacct", "ls", "s", parent).encode())

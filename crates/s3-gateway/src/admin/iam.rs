@@ -33,6 +33,7 @@ pub enum IamCall {
     SetUserOrGroupPolicy,
     AttachPolicy,
     DetachPolicy,
+    PolicyEntities,
     UpdateGroupMembers,
     GroupInfo,
     ListGroups,
@@ -64,6 +65,7 @@ impl IamCall {
             ("PUT", "set-user-or-group-policy") => SetUserOrGroupPolicy,
             ("POST", "idp/builtin/policy/attach") => AttachPolicy,
             ("POST", "idp/builtin/policy/detach") => DetachPolicy,
+            ("GET", "idp/builtin/policy-entities") => PolicyEntities,
             ("PUT", "update-group-members") => UpdateGroupMembers,
             ("GET", "group") => GroupInfo,
             ("GET", "groups") => ListGroups,
@@ -94,6 +96,7 @@ impl IamCall {
             SetUserOrGroupPolicy => "SetPolicyForUserOrGroup",
             AttachPolicy => "AttachPolicyBuiltin",
             DetachPolicy => "DetachPolicyBuiltin",
+            PolicyEntities => "ListPolicyMappingEntities",
             UpdateGroupMembers => "UpdateGroupMembers",
             GroupInfo => "GetGroup",
             ListGroups => "ListGroups",
@@ -124,6 +127,8 @@ impl IamCall {
             PolicyInfo => "admin:GetPolicy",
             SetUserOrGroupPolicy => "admin:AttachUserOrGroupPolicy",
             AttachPolicy | DetachPolicy => "admin:UpdatePolicyAssociation",
+            // With admin:ListUsers and admin:ListGroups (`extra_actions`).
+            PolicyEntities => "admin:ListUserPolicies",
             UpdateGroupMembers => "admin:AddUserToGroup",
             GroupInfo => "admin:GetGroup",
             ListGroups => "admin:ListGroups",
@@ -146,6 +151,14 @@ impl IamCall {
                 | ListServiceAccounts
                 | DeleteServiceAccount
         )
+    }
+}
+
+/// Further actions `call` needs (MinIO asks all of them).
+fn extra_actions(call: IamCall) -> &'static [&'static str] {
+    match call {
+        IamCall::PolicyEntities => &["admin:ListUsers", "admin:ListGroups"],
+        _ => &[],
     }
 }
 
@@ -315,7 +328,11 @@ impl Gateway {
             Requester::Owner => self.iam.root_secret(&verified.access_key),
             Requester::User(id) => {
                 let action = action_of(call, ctx);
-                if !call.decides_itself() && !crate::authz::admin_allowed(id, action) {
+                let allowed = crate::authz::admin_allowed(id, action)
+                    && extra_actions(call)
+                        .iter()
+                        .all(|a| crate::authz::admin_allowed(id, a));
+                if !call.decides_itself() && !allowed {
                     return Err(S3Error::new("AccessDenied"));
                 }
                 // madmin seals payloads with the caller's secret key: the
@@ -471,6 +488,22 @@ impl Gateway {
                 };
                 encrypted(json(&resp)).await
             }
+            PolicyEntities => {
+                let query = |name: &str| -> Vec<String> {
+                    ctx.query
+                        .iter()
+                        .filter(|(k, v)| k == name && !v.is_empty())
+                        .map(|(_, v)| v.clone())
+                        .collect()
+                };
+                let resp = policy_entities(
+                    &iam.snapshot(),
+                    &query("user"),
+                    &query("group"),
+                    &query("policy"),
+                );
+                encrypted(json(&resp)).await
+            }
             UpdateGroupMembers => {
                 let req: GroupAddRemove = parse_json(&body)?;
                 let members = req.members.unwrap_or_default();
@@ -594,6 +627,130 @@ impl Gateway {
             return Err(super::chunked_refused());
         }
         Ok(verified)
+    }
+}
+
+#[derive(Serialize)]
+struct GroupEntities {
+    group: String,
+    policies: Vec<String>,
+}
+
+/// An empty list as Go writes a nil slice: `null`.
+fn null_if_empty<S: serde::Serializer>(v: &[String], s: S) -> Result<S::Ok, S::Error> {
+    if v.is_empty() {
+        s.serialize_none()
+    } else {
+        v.serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+struct UserEntities {
+    user: String,
+    #[serde(serialize_with = "null_if_empty")]
+    policies: Vec<String>,
+    #[serde(rename = "memberOfMappings", skip_serializing_if = "Vec::is_empty")]
+    member_of: Vec<GroupEntities>,
+}
+
+#[derive(Serialize)]
+struct PolicyEntitiesDoc {
+    policy: String,
+    #[serde(serialize_with = "null_if_empty")]
+    users: Vec<String>,
+    #[serde(serialize_with = "null_if_empty")]
+    groups: Vec<String>,
+}
+
+/// madmin's `PolicyEntitiesResult`.
+#[derive(Serialize)]
+struct EntitiesResult {
+    timestamp: String,
+    #[serde(rename = "userMappings", skip_serializing_if = "Vec::is_empty")]
+    users: Vec<UserEntities>,
+    #[serde(rename = "groupMappings", skip_serializing_if = "Vec::is_empty")]
+    groups: Vec<GroupEntities>,
+    #[serde(rename = "policyMappings", skip_serializing_if = "Vec::is_empty")]
+    policies: Vec<PolicyEntitiesDoc>,
+}
+
+/// Who has which policies, as MinIO answers `mc admin policy entities`:
+/// the queried users' own policies and their groups', the queried
+/// groups' policies, and for the queried policies (all of them when
+/// nothing is queried) the users (web identities' sessions included) and
+/// groups they are attached to.
+fn policy_entities(
+    st: &crate::iam::IamState,
+    users: &[String],
+    groups: &[String],
+    policies: &[String],
+) -> EntitiesResult {
+    let sorted = |v: Option<&Vec<String>>| {
+        let mut v = v.cloned().unwrap_or_default();
+        v.sort();
+        v
+    };
+    let group_entities = |wanted: &[String]| -> Vec<GroupEntities> {
+        let mut out: Vec<GroupEntities> = st
+            .group_policies
+            .iter()
+            .filter(|(g, _)| wanted.contains(g))
+            .map(|(g, p)| GroupEntities {
+                group: g.clone(),
+                policies: sorted(Some(p)),
+            })
+            .collect();
+        out.sort_by(|a, b| a.group.cmp(&b.group));
+        out
+    };
+    let mut user_out: Vec<UserEntities> = users
+        .iter()
+        .filter_map(|u| {
+            let own = st.user_policies.get(u).or_else(|| st.sts_policies.get(u));
+            let member_of = st
+                .member_of
+                .get(u)
+                .map(|gs| group_entities(gs))
+                .unwrap_or_default();
+            (own.is_some() || !member_of.is_empty()).then(|| UserEntities {
+                user: u.clone(),
+                policies: sorted(own),
+                member_of,
+            })
+        })
+        .collect();
+    user_out.sort_by(|a, b| a.user.cmp(&b.user));
+    user_out.dedup_by(|a, b| a.user == b.user);
+    let mut policy_out = Vec::new();
+    if !policies.is_empty() || (users.is_empty() && groups.is_empty()) {
+        let mut by_policy: BTreeMap<&str, (Vec<String>, Vec<String>)> = BTreeMap::new();
+        let wanted = |p: &str| policies.is_empty() || policies.iter().any(|q| q == p);
+        for (u, ps) in st.user_policies.iter().chain(&st.sts_policies) {
+            for p in ps.iter().filter(|p| wanted(p)) {
+                by_policy.entry(p).or_default().0.push(u.clone());
+            }
+        }
+        for (g, ps) in &st.group_policies {
+            for p in ps.iter().filter(|p| wanted(p)) {
+                by_policy.entry(p).or_default().1.push(g.clone());
+            }
+        }
+        for (p, (mut us, mut gs)) in by_policy {
+            us.sort();
+            gs.sort();
+            policy_out.push(PolicyEntitiesDoc {
+                policy: p.to_owned(),
+                users: us,
+                groups: gs,
+            });
+        }
+    }
+    EntitiesResult {
+        timestamp: crate::iam::store::now_rfc3339(),
+        users: user_out,
+        groups: group_entities(groups),
+        policies: policy_out,
     }
 }
 

@@ -93,9 +93,23 @@ impl Query {
         self.values(name).next().is_some()
     }
 
+    /// Whether a parameter name appears more than once.
+    pub(crate) fn has_repeated_names(&self) -> bool {
+        self.pairs
+            .iter()
+            .enumerate()
+            .any(|(i, (n, _))| self.pairs[..i].iter().any(|(m, _)| m == n))
+    }
+
     /// The canonical query string, leaving out `exclude` (the signature
-    /// of a presigned URL).
+    /// of a presigned URL): pairs sorted by name, then value (SigV4).
+    #[cfg(test)]
     pub(crate) fn canonical(&self, exclude: Option<&str>) -> String {
+        self.canonical_in(exclude, QueryOrder::NameThenValue)
+    }
+
+    /// The canonical query string in `order`.
+    pub(crate) fn canonical_in(&self, exclude: Option<&str>, order: QueryOrder) -> String {
         let mut encoded: Vec<(String, String)> = self
             .pairs
             .iter()
@@ -108,7 +122,11 @@ impl Query {
                 (name, value)
             })
             .collect();
-        encoded.sort_unstable();
+        match order {
+            QueryOrder::NameThenValue => encoded.sort_unstable(),
+            // Stable: the values of one name stay in the order received.
+            QueryOrder::NameOnly => encoded.sort_by(|a, b| a.0.cmp(&b.0)),
+        }
         let mut out = String::new();
         for (i, (name, value)) in encoded.iter().enumerate() {
             if i > 0 {
@@ -120,6 +138,17 @@ impl Query {
         }
         out
     }
+}
+
+/// How the pairs of a canonical query are ordered. SigV4 sorts by name
+/// then value; Go's `url.Values.Encode`, which minio-go's signer (and so
+/// madmin and `mc admin`) canonicalises with, sorts by name only and keeps
+/// a name's values in their order. The verifier tries the second only for
+/// a query that repeats a name and failed the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QueryOrder {
+    NameThenValue,
+    NameOnly,
 }
 
 fn is_unreserved(b: u8) -> bool {
@@ -248,12 +277,31 @@ pub(crate) fn build_canonical_request(
     signed_headers: &[String],
     payload_hash: &str,
 ) -> Result<Vec<u8>, AuthError> {
+    build_canonical_request_in(
+        head,
+        query,
+        exclude_query,
+        signed_headers,
+        payload_hash,
+        QueryOrder::NameThenValue,
+    )
+}
+
+/// [`build_canonical_request`] with the query's pairs in `order`.
+pub(crate) fn build_canonical_request_in(
+    head: &RequestHead<'_>,
+    query: &Query,
+    exclude_query: Option<&str>,
+    signed_headers: &[String],
+    payload_hash: &str,
+    order: QueryOrder,
+) -> Result<Vec<u8>, AuthError> {
     let mut out = Vec::with_capacity(512);
     out.extend_from_slice(head.method.as_str().as_bytes());
     out.push(b'\n');
     out.extend_from_slice(canonical_uri(head.uri.path())?.as_bytes());
     out.push(b'\n');
-    out.extend_from_slice(query.canonical(exclude_query).as_bytes());
+    out.extend_from_slice(query.canonical_in(exclude_query, order).as_bytes());
     out.push(b'\n');
     for name in signed_headers {
         out.extend_from_slice(name.as_bytes());
@@ -316,6 +364,27 @@ mod tests {
         Query::parse(Some(raw), 1 << 16, 1000)
             .unwrap()
             .canonical(None)
+    }
+
+    #[test]
+    fn repeated_names_order_as_sigv4_or_as_go() {
+        let q = Query::parse(
+            Some("user=reader&b=1&user=writer&user=nobody"),
+            1 << 16,
+            100,
+        )
+        .unwrap();
+        assert!(q.has_repeated_names());
+        assert_eq!(q.canonical(None), "b=1&user=nobody&user=reader&user=writer");
+        assert_eq!(
+            q.canonical_in(None, QueryOrder::NameOnly),
+            "b=1&user=reader&user=writer&user=nobody"
+        );
+        assert!(
+            !Query::parse(Some("a=1&b=2&c"), 1 << 16, 100)
+                .unwrap()
+                .has_repeated_names()
+        );
     }
 
     #[test]

@@ -7,7 +7,9 @@ use http::HeaderValue;
 use http::header::{AUTHORIZATION, DATE};
 
 use super::AuthConfig;
-use super::canonical::{Query, RequestHead, build_canonical_request};
+use super::canonical::{
+    Query, QueryOrder, RequestHead, build_canonical_request, build_canonical_request_in,
+};
 use super::chunked::{ChunkedDecoder, SignatureChain};
 use super::credentials::{Credentials, CredentialsProvider, Principal};
 use super::error::{AccessDenied, AuthError, SignatureMismatch};
@@ -205,14 +207,37 @@ impl<P: CredentialsProvider> Verifier<P> {
             build_canonical_request(&head, query, None, &auth.signed_headers, content_sha256)?;
         let amz_date = time.iso8601_basic();
         let key = SigningKey::derive(&credentials.secret_key, &auth.scope);
-        verify_signature(
+        let verified = verify_signature(
             &key,
             &amz_date,
             &auth.scope,
             &canonical,
             &auth.access_key,
             auth.signature,
-        )?;
+        );
+        if let Err(e) = verified {
+            // A repeated parameter, canonicalised as Go's url.Values does.
+            if !query.has_repeated_names() {
+                return Err(e);
+            }
+            let alt = build_canonical_request_in(
+                &head,
+                query,
+                None,
+                &auth.signed_headers,
+                content_sha256,
+                QueryOrder::NameOnly,
+            )?;
+            verify_signature(
+                &key,
+                &amz_date,
+                &auth.scope,
+                &alt,
+                &auth.access_key,
+                auth.signature,
+            )
+            .map_err(|_| e)?;
+        }
 
         let payload = self.payload(head, mode, || {
             SignatureChain::new(key.clone(), amz_date.clone(), &auth.scope, auth.signature)
@@ -286,14 +311,36 @@ impl<P: CredentialsProvider> Verifier<P> {
             payload_hash,
         )?;
         let key = SigningKey::derive(&credentials.secret_key, &params.scope);
-        verify_signature(
+        let verified = verify_signature(
             &key,
             &params.amz_date,
             &params.scope,
             &canonical,
             &params.access_key,
             params.signature,
-        )?;
+        );
+        if let Err(e) = verified {
+            if !query.has_repeated_names() {
+                return Err(e);
+            }
+            let alt = build_canonical_request_in(
+                &head,
+                query,
+                Some(presign::X_AMZ_SIGNATURE),
+                &params.signed_headers,
+                payload_hash,
+                QueryOrder::NameOnly,
+            )?;
+            verify_signature(
+                &key,
+                &params.amz_date,
+                &params.scope,
+                &alt,
+                &params.access_key,
+                params.signature,
+            )
+            .map_err(|_| e)?;
+        }
         let payload = match mode {
             ContentSha256::Sha256(hash) => Payload::Sha256(PayloadSha256Verifier::new(hash)),
             _ => Payload::Unsigned,
