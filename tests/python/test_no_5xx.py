@@ -224,10 +224,8 @@ class UploadPartCopyFromVersion(ServerTestCase):
 
 class AdminApi(ServerTestCase):
     PATHS = [
-        ("GET", "/minio/admin/v3/list-service-accounts", ""),
-        ("PUT", "/minio/admin/v3/add-service-account", ""),
+        ("GET", "/minio/admin/v3/list-access-keys-bulk", ""),
         ("POST", "/minio/admin/v3/service", "action=restart"),
-        ("DELETE", "/minio/admin/v3/delete-service-account", "accessKey=x"),
         ("HEAD", "/minio/admin/v3/info", ""),
         ("GET", "/minio/admin", ""),
     ]
@@ -258,6 +256,12 @@ class AdminApi(ServerTestCase):
         ("PUT", "/minio/admin/v3/update-group-members", ""),
         ("GET", "/minio/admin/v3/group", "group=none-such"),
         ("PUT", "/minio/admin/v3/set-group-status", "group=g&status=enabled"),
+        ("GET", "/minio/admin/v3/idp/builtin/policy-entities", ""),
+        ("GET", "/minio/admin/v3/list-service-accounts", ""),
+        ("PUT", "/minio/admin/v3/add-service-account", ""),
+        ("POST", "/minio/admin/v3/update-service-account", "accessKey=x"),
+        ("GET", "/minio/admin/v3/info-service-account", "accessKey=x"),
+        ("DELETE", "/minio/admin/v3/delete-service-account", "accessKey=x"),
     ]
 
     def test_iam_calls_refuse_bad_input_with_4xx(self):
@@ -269,8 +273,8 @@ class AdminApi(ServerTestCase):
                 r = raw_request(self.endpoint, method, path, query, sign=False)
                 self.assertEqual((r.status, code_of(r.body)), (403, "AccessDenied"), r)
                 r = raw_request(self.endpoint, method, path, query, body=b"\x00garbage")
-                if path.endswith("/list-users"):
-                    # Takes no body: the (sealed) list of no users.
+                if path.endswith(("/list-users", "/list-service-accounts", "/policy-entities")):
+                    # Takes no body: the (sealed) list of none.
                     self.assertEqual(r.status, 200, r)
                 else:
                     self.assertTrue(400 <= r.status < 500, r)
@@ -289,6 +293,17 @@ class AdminApi(ServerTestCase):
         }
         r = raw_request(self.endpoint, "GET", "/minio/admin/v3/info", "", headers=headers, sign=False)
         self.assertEqual((r.status, code_of(r.body)), (403, "SignatureDoesNotMatch"), r)
+
+    def test_unsigned_sts_forms_are_4xx(self):
+        """Unsigned form POSTs to `/` are web identity STS calls: without a
+        provider configured, or with garbage, a 4xx STS error."""
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        for body in (b"", b"Action=AssumeRoleWithWebIdentity&Version=2011-06-15&WebIdentityToken=x.y.z",
+                     b"Action=AssumeRole&Version=2011-06-15", b"%zz=&&=", b"\xff\xfe" * 100,
+                     b"Action=AssumeRoleWithWebIdentity&Version=2011-06-15&WebIdentityToken=" + b"a" * 70000):
+            with self.subTest(body=body[:40]):
+                r = raw_request(self.endpoint, "POST", "/", "", body=body, headers=form, sign=False)
+                self.assertTrue(400 <= r.status < 500, r)
 
     def test_health_and_metrics_stay_served(self):
         r = raw_request(self.endpoint, "GET", "/minio/health/live", sign=False)
