@@ -283,6 +283,20 @@ impl Policy {
         self.kind
     }
 
+    /// Whether deciding a request with this policy reads any of the
+    /// request's values (`Request::conditions`): it has a condition, or a
+    /// resource with a policy variable. A caller may leave the values
+    /// empty for policies that read none.
+    pub fn reads_request_values(&self) -> bool {
+        self.statements.iter().any(|s| {
+            !s.conditions.is_empty()
+                || s.resources
+                    .iter()
+                    .chain(&s.not_resources)
+                    .any(|r| r.may_hold_variables())
+        })
+    }
+
     /// Whether a condition of this policy reads a key starting with
     /// `prefix` (lower case, such as `s3:existingobjecttag/`): the caller
     /// fills costly values only for policies that read them.
@@ -353,6 +367,30 @@ mod tests {
         req.bucket = "";
         req.bucket_policy = false;
         assert_eq!(request_path(&req), "/");
+    }
+
+    #[test]
+    fn policies_that_read_request_values_say_so() {
+        let doc = |statement: &str| {
+            Policy::parse_iam(
+                format!(r#"{{"Version":"2012-10-17","Statement":[{statement}]}}"#).as_bytes(),
+            )
+            .unwrap()
+        };
+        let plain = r#"{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::b/*"]}"#;
+        assert!(!doc(plain).reads_request_values());
+        assert!(
+            !crate::builtin::get("readwrite")
+                .unwrap()
+                .reads_request_values()
+        );
+        let variable = r#"{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::b/${aws:username}/*"]}"#;
+        assert!(doc(variable).reads_request_values());
+        let not_resource =
+            r#"{"Effect":"Deny","Action":["s3:*"],"NotResource":["arn:aws:s3:::${aws:username}"]}"#;
+        assert!(doc(not_resource).reads_request_values());
+        let condition = r#"{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::b/*"],"Condition":{"Bool":{"aws:SecureTransport":"true"}}}"#;
+        assert!(doc(&format!("{plain},{condition}")).reads_request_values());
     }
 
     #[test]

@@ -41,6 +41,11 @@ pub(crate) struct Resource {
 }
 
 impl Resource {
+    /// Whether the pattern may hold a policy variable (`${...}`).
+    pub(crate) fn may_hold_variables(&self) -> bool {
+        self.has_vars
+    }
+
     /// Reads a resource as MinIO's `parseResource` does.
     pub(crate) fn parse(s: &str) -> Result<Resource, PolicyError> {
         // MinIO reads a resource that is exactly one of its prefixes (`*`,

@@ -251,7 +251,20 @@ where
         // use; a user's request goes on to the handler's answer.
         bucket_policy(gw, bucket).await.unwrap_or_default()
     };
-    if ctx.conditions.get().is_none() {
+    // The request's values (a dozen strings) are made only when a policy
+    // in play reads them; most policies (the built-in ones, plain
+    // grants) read none.
+    let reads_values = identity.is_some_and(|i| {
+        i.policies.iter().any(|p| p.reads_request_values())
+            || i.session_policy
+                .as_ref()
+                .is_some_and(|p| p.reads_request_values())
+    }) || bucket_policy
+        .as_ref()
+        .is_some_and(|p| p.reads_request_values());
+    static NO_VALUES: std::sync::LazyLock<HashMap<String, Vec<String>>> =
+        std::sync::LazyLock::new(HashMap::new);
+    if reads_values && ctx.conditions.get().is_none() {
         let mut values = condition_values(ctx, identity);
         // `s3:ExistingObjectTag/<key>`: the addressed object's tags, read
         // only when a policy in play tests them (it costs a metadata read).
@@ -278,9 +291,12 @@ where
         }
         let _ = ctx.conditions.set(values);
     }
-    let conditions = ctx
-        .conditions
-        .get_or_init(|| condition_values(ctx, identity));
+    let conditions = if reads_values {
+        ctx.conditions
+            .get_or_init(|| condition_values(ctx, identity))
+    } else {
+        &NO_VALUES
+    };
     let mut decision = Decision::NotApplicable;
     let request = |as_bucket_policy: bool| policy::Request {
         action,
