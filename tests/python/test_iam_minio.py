@@ -839,11 +839,9 @@ class IamMinio(unittest.TestCase):
         self.minio.stop()
         print(f"\ntessera -> minio in {time.monotonic() - self.started:.1f} s")
 
-    def test_documents_are_written_alike(self):
-        """MinIO on four drives and Tessera on four others are given the
-        same users, group, policies and bucket policy: the same documents
-        are on the drives, at the same paths, with the same fields and
-        values (but for the moment of each write)."""
+    def make_everything_on_both(self):
+        """MinIO on four other drives, then Tessera on its own, are each
+        given everything; returns MinIO's drives."""
         other = [os.path.join(self.tessera.root, f"m{i}") for i in range(1, 5)]
         self.minio = Minio(self.tessera.root, other, env=self.minio_env)
         self.addCleanup(self.minio.stop)
@@ -854,7 +852,14 @@ class IamMinio(unittest.TestCase):
         make_everything(self, self.mc, client(endpoint), self.tmp)
         code = self.tessera.stop()
         self.assertEqual(code, 0, f"tessera's exit code:\n{self.tessera.log_tail()}")
+        return other
 
+    def test_documents_are_written_alike(self):
+        """MinIO on four drives and Tessera on four others are given the
+        same users, group, policies and bucket policy: the same documents
+        are on the drives, at the same paths, with the same fields and
+        values (but for the moment of each write)."""
+        other = self.make_everything_on_both()
         theirs, ours = documents(other), documents(self.tessera.drives)
         self.assertTrue(any("/users/reader/" in p for p in theirs), dump(other))
         differences = []
@@ -896,15 +901,7 @@ class IamMinioKms(IamMinio):
         """Sealed documents differ by their random keys and nonces: what
         both servers must share is that no secret is on the drives in the
         clear, and that the same paths are written."""
-        other = [os.path.join(self.tessera.root, f"m{i}") for i in range(1, 5)]
-        self.minio = Minio(self.tessera.root, other, env=self.minio_env)
-        self.addCleanup(self.minio.stop)
-        endpoint = self.start_minio()
-        make_everything(self, self.mc, minio_client(endpoint), self.tmp)
-        self.minio.stop()
-        endpoint = self.start_tessera()
-        make_everything(self, self.mc, client(endpoint), self.tmp)
-        self.assertEqual(self.tessera.stop(), 0, self.tessera.log_tail())
+        other = self.make_everything_on_both()
         theirs, ours = raw_iam_files(other), raw_iam_files(self.tessera.drives)
         self.assertEqual(sorted(ours), sorted(theirs))
         secrets = [spec[0].encode() for spec in USERS.values()] + [spec[0].encode() for spec in SVCACCTS.values()]

@@ -7,9 +7,7 @@ use http::HeaderValue;
 use http::header::{AUTHORIZATION, DATE};
 
 use super::AuthConfig;
-use super::canonical::{
-    Query, QueryOrder, RequestHead, build_canonical_request, build_canonical_request_in,
-};
+use super::canonical::{Query, QueryOrder, RequestHead, build_canonical_request_in};
 use super::chunked::{ChunkedDecoder, SignatureChain};
 use super::credentials::{Credentials, CredentialsProvider, Principal};
 use super::error::{AccessDenied, AuthError, SignatureMismatch};
@@ -203,41 +201,31 @@ impl<P: CredentialsProvider> Verifier<P> {
         let token = header_token(head);
         check_token(&credentials, token.as_deref())?;
 
-        let canonical =
-            build_canonical_request(&head, query, None, &auth.signed_headers, content_sha256)?;
         let amz_date = time.iso8601_basic();
         let key = SigningKey::derive(&credentials.secret_key, &auth.scope);
-        let verified = verify_signature(
-            &key,
-            &amz_date,
-            &auth.scope,
-            &canonical,
-            &auth.access_key,
-            auth.signature,
-        );
-        if let Err(e) = verified {
-            // A repeated parameter, canonicalised as Go's url.Values does.
-            if !query.has_repeated_names() {
-                return Err(e);
-            }
-            let alt = build_canonical_request_in(
-                &head,
-                query,
-                None,
-                &auth.signed_headers,
-                content_sha256,
-                QueryOrder::NameOnly,
-            )?;
-            verify_signature(
-                &key,
-                &amz_date,
-                &auth.scope,
-                &alt,
-                &auth.access_key,
-                auth.signature,
-            )
-            .map_err(|_| e)?;
-        }
+        verify_in_either_order(
+            query,
+            |order| {
+                build_canonical_request_in(
+                    &head,
+                    query,
+                    None,
+                    &auth.signed_headers,
+                    content_sha256,
+                    order,
+                )
+            },
+            |canonical| {
+                verify_signature(
+                    &key,
+                    &amz_date,
+                    &auth.scope,
+                    canonical,
+                    &auth.access_key,
+                    auth.signature,
+                )
+            },
+        )?;
 
         let payload = self.payload(head, mode, || {
             SignatureChain::new(key.clone(), amz_date.clone(), &auth.scope, auth.signature)
@@ -303,44 +291,30 @@ impl<P: CredentialsProvider> Verifier<P> {
         let credentials = self.lookup(&params.access_key)?;
         check_token(&credentials, params.security_token.as_deref())?;
 
-        let canonical = build_canonical_request(
-            &head,
-            query,
-            Some(presign::X_AMZ_SIGNATURE),
-            &params.signed_headers,
-            payload_hash,
-        )?;
         let key = SigningKey::derive(&credentials.secret_key, &params.scope);
-        let verified = verify_signature(
-            &key,
-            &params.amz_date,
-            &params.scope,
-            &canonical,
-            &params.access_key,
-            params.signature,
-        );
-        if let Err(e) = verified {
-            if !query.has_repeated_names() {
-                return Err(e);
-            }
-            let alt = build_canonical_request_in(
-                &head,
-                query,
-                Some(presign::X_AMZ_SIGNATURE),
-                &params.signed_headers,
-                payload_hash,
-                QueryOrder::NameOnly,
-            )?;
-            verify_signature(
-                &key,
-                &params.amz_date,
-                &params.scope,
-                &alt,
-                &params.access_key,
-                params.signature,
-            )
-            .map_err(|_| e)?;
-        }
+        verify_in_either_order(
+            query,
+            |order| {
+                build_canonical_request_in(
+                    &head,
+                    query,
+                    Some(presign::X_AMZ_SIGNATURE),
+                    &params.signed_headers,
+                    payload_hash,
+                    order,
+                )
+            },
+            |canonical| {
+                verify_signature(
+                    &key,
+                    &params.amz_date,
+                    &params.scope,
+                    canonical,
+                    &params.access_key,
+                    params.signature,
+                )
+            },
+        )?;
         let payload = match mode {
             ContentSha256::Sha256(hash) => Payload::Sha256(PayloadSha256Verifier::new(hash)),
             _ => Payload::Unsigned,
@@ -654,6 +628,22 @@ fn check_token(credentials: &Credentials, presented: Option<&str>) -> Result<(),
             Ok(())
         }
         _ => Err(AuthError::InvalidToken),
+    }
+}
+
+/// Checks the signature over the canonical request `build` makes with the
+/// query in SigV4's order and, for a query that repeats a parameter and
+/// failed, in the order Go's `url.Values` gives (minio-go, madmin); the
+/// first failure is the one reported.
+fn verify_in_either_order(
+    query: &Query,
+    build: impl Fn(QueryOrder) -> Result<Vec<u8>, AuthError>,
+    check: impl Fn(&[u8]) -> Result<(), AuthError>,
+) -> Result<(), AuthError> {
+    let first = check(&build(QueryOrder::NameThenValue)?);
+    match first {
+        Err(e) if query.has_repeated_names() => check(&build(QueryOrder::NameOnly)?).map_err(|_| e),
+        other => other,
     }
 }
 
