@@ -84,6 +84,9 @@ pub struct Policy {
     pub(crate) id: Option<String>,
     pub(crate) statements: Vec<Statement>,
     pub(crate) kind: Kind,
+    /// Whether a statement has a condition or a resource with a policy
+    /// variable (derived from `statements` when parsed).
+    reads_values: bool,
 }
 
 impl Policy {
@@ -202,11 +205,19 @@ impl Policy {
                 Kind::Bucket => s.validate_bucket()?,
             }
         }
+        let reads_values = statements.iter().any(|s| {
+            !s.conditions.is_empty()
+                || s.resources
+                    .iter()
+                    .chain(&s.not_resources)
+                    .any(|r| r.may_hold_variables())
+        });
         Ok(Policy {
             version,
             id,
             statements,
             kind,
+            reads_values,
         })
     }
 
@@ -288,13 +299,7 @@ impl Policy {
     /// resource with a policy variable. A caller may leave the values
     /// empty for policies that read none.
     pub fn reads_request_values(&self) -> bool {
-        self.statements.iter().any(|s| {
-            !s.conditions.is_empty()
-                || s.resources
-                    .iter()
-                    .chain(&s.not_resources)
-                    .any(|r| r.may_hold_variables())
-        })
+        self.reads_values
     }
 
     /// Whether a condition of this policy reads a key starting with

@@ -77,12 +77,22 @@ pub fn legacy_context_for(path: &str) -> Context {
 /// version and a JSON metadata object), as opposed to a JSON document or
 /// a madmin payload.
 pub fn is_encrypted(data: &[u8]) -> bool {
-    data.len() > 5
-        && data[0] == VERSION
-        && data[5] == b'{'
-        && (u32::from_le_bytes([data[1], data[2], data[3], data[4]]) as usize)
-            .checked_add(5)
-            .is_some_and(|end| end <= data.len())
+    split(data).is_ok_and(|(meta, _)| meta.first() == Some(&b'{'))
+}
+
+/// A document's metadata and stream, after its version and length.
+fn split(data: &[u8]) -> Result<(&[u8], &[u8]), ConfigCryptoError> {
+    let (header, rest) = data
+        .split_first_chunk::<5>()
+        .ok_or(ConfigCryptoError::Format("shorter than its header"))?;
+    if header[0] != VERSION {
+        return Err(ConfigCryptoError::Format("unknown version"));
+    }
+    let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize;
+    if len > MAX_METADATA || len > rest.len() {
+        return Err(ConfigCryptoError::Format("metadata length"));
+    }
+    Ok(rest.split_at(len))
 }
 
 fn stream_algorithm(name: &str) -> Result<Algorithm, ConfigCryptoError> {
@@ -133,17 +143,8 @@ pub fn decrypt(
     context: &Context,
     data: &[u8],
 ) -> Result<Vec<u8>, ConfigCryptoError> {
-    if data.len() < 5 {
-        return Err(ConfigCryptoError::Format("shorter than its header"));
-    }
-    if data[0] != VERSION {
-        return Err(ConfigCryptoError::Format("unknown version"));
-    }
-    let len = u32::from_le_bytes([data[1], data[2], data[3], data[4]]) as usize;
-    if len > MAX_METADATA || 5 + len > data.len() {
-        return Err(ConfigCryptoError::Format("metadata length"));
-    }
-    let metadata: Metadata = serde_json::from_slice(&data[5..5 + len])
+    let (meta, stream) = split(data)?;
+    let metadata: Metadata = serde_json::from_slice(meta)
         .map_err(|_| ConfigCryptoError::Format("metadata is not its JSON"))?;
     let algorithm = stream_algorithm(&metadata.algorithm)?;
     let nonce: [u8; NONCE_LEN] = metadata
@@ -152,17 +153,13 @@ pub fn decrypt(
         .try_into()
         .map_err(|_| ConfigCryptoError::NotAuthentic)?;
     let key = kms.decrypt(&metadata.keyid, &metadata.kmskey, context)?;
-    madmin::open_stream(algorithm, &key, nonce, &data[5 + len..])
-        .map_err(|_| ConfigCryptoError::NotAuthentic)
+    madmin::open_stream(algorithm, &key, nonce, stream).map_err(|_| ConfigCryptoError::NotAuthentic)
 }
 
 /// The metadata's key name of an encrypted document (for messages).
 pub fn key_id_of(data: &[u8]) -> Option<String> {
-    if !is_encrypted(data) {
-        return None;
-    }
-    let len = u32::from_le_bytes([data[1], data[2], data[3], data[4]]) as usize;
-    serde_json::from_slice::<Metadata>(&data[5..5 + len])
+    let (meta, _) = split(data).ok()?;
+    serde_json::from_slice::<Metadata>(meta)
         .ok()
         .map(|m| m.keyid)
 }

@@ -265,15 +265,9 @@ impl Gateway {
                         v => Some(parse_expiration(v)?),
                     },
                     // A policy sent replaces the embedded one; one with
-                    // neither version nor statements removes it.
-                    policy: match policy_bytes(&req.policy) {
-                        None => None,
-                        Some(text) => Some(
-                            svcacct::parse_policy(&text)
-                                .map_err(admin_error)?
-                                .map(|_| text),
-                        ),
-                    },
+                    // neither version nor statements removes it (the update
+                    // reads it).
+                    policy: policy_bytes(&req.policy).map(Some),
                 };
                 iam.update_service_account(&access, update)
                     .await

@@ -523,11 +523,7 @@ impl Iam {
                 "the root user's access key cannot be a user's".into(),
             ));
         }
-        if !(8..=40).contains(&secret_key.len()) {
-            return Err(IamError::Invalid(
-                "a secret key has 8 to 40 characters".into(),
-            ));
-        }
+        svcacct::check_secret(secret_key)?;
         let _g = self.changes.lock().await;
         let st = self.snapshot();
         if st.svcaccts.contains_key(access_key) || st.temps.contains_key(access_key) {

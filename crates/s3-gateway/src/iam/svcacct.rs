@@ -389,7 +389,9 @@ impl Iam {
     }
 }
 
-fn check_secret(secret: &str) -> Result<(), IamError> {
+/// Whether `secret` can be a secret key (MinIO's bounds), for users and
+/// service accounts alike.
+pub(super) fn check_secret(secret: &str) -> Result<(), IamError> {
     if (8..=40).contains(&secret.len()) {
         Ok(())
     } else {

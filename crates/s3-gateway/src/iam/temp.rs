@@ -200,13 +200,8 @@ impl Iam {
             } else {
                 c.parent_user
             };
-            let claim_policies = crate::oidc::claim_values(&claims.raw, "policy")
-                .iter()
-                .flat_map(|v| v.split(','))
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(str::to_owned)
-                .collect();
+            let claim_policies =
+                super::webid::policy_names(&crate::oidc::claim_values(&claims.raw, "policy"));
             st.temps.insert(
                 name,
                 Arc::new(TempCred {

@@ -125,12 +125,14 @@ impl Iam {
             );
         }
         // The mappings of parents whose credentials have all expired go.
+        let live: std::collections::HashSet<&str> = st
+            .temps
+            .values()
+            .filter(|t| !t.expired_at(now))
+            .map(|t| t.parent.as_str())
+            .collect();
         for stale in st.sts_policies.keys() {
-            let live = st
-                .temps
-                .values()
-                .any(|t| &t.parent == stale && !t.expired_at(now));
-            if !live && *stale != parent {
+            if !live.contains(stale.as_str()) && *stale != parent {
                 self.layer.delete_config(&sts_policy_path(stale)).await?;
             }
         }

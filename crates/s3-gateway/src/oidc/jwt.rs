@@ -174,24 +174,17 @@ impl Unverified<'_> {
                     .verify(params, self.signing_input.as_bytes(), &self.signature)
                     .is_ok()
             }
-            (
-                "ES256",
-                Jwk::Ec {
-                    curve: Curve::P256,
-                    point,
-                },
-            ) => UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point)
-                .verify(self.signing_input.as_bytes(), &self.signature)
-                .is_ok(),
-            (
-                "ES384",
-                Jwk::Ec {
-                    curve: Curve::P384,
-                    point,
-                },
-            ) => UnparsedPublicKey::new(&signature::ECDSA_P384_SHA384_FIXED, point)
-                .verify(self.signing_input.as_bytes(), &self.signature)
-                .is_ok(),
+            ("ES256" | "ES384", Jwk::Ec { curve, point }) => {
+                let params: &signature::EcdsaVerificationAlgorithm =
+                    match (self.alg.as_str(), curve) {
+                        ("ES256", Curve::P256) => &signature::ECDSA_P256_SHA256_FIXED,
+                        ("ES384", Curve::P384) => &signature::ECDSA_P384_SHA384_FIXED,
+                        _ => return Err(JwtError::BadSignature),
+                    };
+                UnparsedPublicKey::new(params, point)
+                    .verify(self.signing_input.as_bytes(), &self.signature)
+                    .is_ok()
+            }
             ("RS256" | "RS384" | "RS512" | "PS256" | "PS384" | "PS512" | "ES256" | "ES384", _) => {
                 false
             }
