@@ -319,6 +319,19 @@ impl From<LayerError> for S3Error {
                 )
             }
             LayerError::PreconditionFailed => S3Error::new("PreconditionFailed"),
+            LayerError::ObjectLocked(_) => S3Error::with_message(
+                "AccessDenied",
+                "Access Denied because object protected by object lock.",
+            ),
+            LayerError::ObjectLockNotEnabled => S3Error::with_message(
+                "InvalidRequest",
+                "Bucket is missing ObjectLockConfiguration",
+            ),
+            LayerError::InvalidBucketState(why) => {
+                let mut e = S3Error::with_message("InvalidBucketState", why);
+                e.status = http::StatusCode::CONFLICT;
+                e
+            }
             LayerError::NoSuchUpload(u) => S3Error::new("NoSuchUpload").detail("UploadId", u),
             LayerError::InvalidPartNumber(n) => S3Error::invalid_argument(
                 "Part number must be an integer between 1 and 10000, inclusive",

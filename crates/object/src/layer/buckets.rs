@@ -24,6 +24,12 @@ impl ObjectLayer {
 
     /// Creates a bucket (on every drive) and its `.metadata.bin`.
     pub async fn make_bucket(&self, bucket: &str) -> Result<()> {
+        self.make_bucket_with(bucket, false).await
+    }
+
+    /// Creates a bucket; with `object_lock`, lock-enabled (and versioned)
+    /// for good, as MinIO records it.
+    pub async fn make_bucket_with(&self, bucket: &str, object_lock: bool) -> Result<()> {
         names::check_bucket(bucket)?;
         let _g = self.locker.write(bucket, LOCK_TIMEOUT).await?;
         // Every pool needs the bucket on a majority of its drives.
@@ -57,12 +63,26 @@ impl ObjectLayer {
             return Err(Error::WriteQuorum { ok, needed });
         }
         let now = set::now_nanos();
-        let meta = BucketMetadata::new(bucket.to_owned(), MsgTime::from_unix_nanos(now));
+        let mut meta = BucketMetadata::new(bucket.to_owned(), MsgTime::from_unix_nanos(now));
+        if object_lock {
+            meta.object_lock_config_xml = worm::ObjectLockConfig::default()
+                .to_xml()
+                .into_bytes()
+                .into();
+            meta.versioning_config_xml = ENABLED_VERSIONING.as_bytes().into();
+        }
         self.save_bucket_meta(bucket, &meta).await?;
         self.versioning
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(bucket.to_owned(), Versioning::Unversioned);
+            .insert(
+                bucket.to_owned(),
+                if object_lock {
+                    Versioning::Enabled
+                } else {
+                    Versioning::Unversioned
+                },
+            );
         self.announce(bucket, BucketChange::Created).await;
         Ok(())
     }
@@ -203,6 +223,11 @@ impl ObjectLayer {
             Err(e) if e.is_not_found() => BucketMetadata::new(bucket.to_owned(), MsgTime::GO_ZERO),
             Err(e) => return Err(e),
         };
+        if !enabled && self.bucket_object_lock(bucket).await?.is_some() {
+            return Err(Error::InvalidBucketState(
+                "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.",
+            ));
+        }
         let status = if enabled { "Enabled" } else { "Suspended" };
         meta.versioning_config_xml = format!(
             "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Status>{status}</Status></VersioningConfiguration>"
@@ -247,6 +272,10 @@ impl ObjectLayer {
                     BucketConfig::Encryption => &m.encryption_config_xml,
                     BucketConfig::Tagging => &m.tagging_config_xml,
                     BucketConfig::Policy => &m.policy_config_json,
+                    BucketConfig::ObjectLock => &m.object_lock_config_xml,
+                    BucketConfig::Lifecycle => &m.lifecycle_config_xml,
+                    BucketConfig::Quota => &m.quota_config_json,
+                    BucketConfig::Cors => &std::borrow::Cow::Owned(cors_field(&m)),
                 };
                 (!d.is_empty()).then(|| d.to_vec())
             }
@@ -290,6 +319,19 @@ impl ObjectLayer {
                 meta.policy_config_json = bytes;
                 meta.policy_config_updated_at = now;
             }
+            BucketConfig::ObjectLock => {
+                meta.object_lock_config_xml = bytes;
+                meta.object_lock_config_updated_at = now;
+            }
+            BucketConfig::Lifecycle => {
+                meta.lifecycle_config_xml = bytes;
+                meta.lifecycle_config_updated_at = now;
+            }
+            BucketConfig::Quota => {
+                meta.quota_config_json = bytes;
+                meta.quota_config_updated_at = now;
+            }
+            BucketConfig::Cors => set_cors_field(&mut meta, &bytes),
         }
         self.save_bucket_meta(bucket, &meta).await?;
         self.configs
@@ -386,5 +428,35 @@ impl ObjectLayer {
             });
         }
         Ok(())
+    }
+}
+
+/// The versioning document of a lock-enabled bucket (MinIO's bytes).
+const ENABLED_VERSIONING: &str = "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Status>Enabled</Status></VersioningConfiguration>";
+
+/// The key of the CORS rules in `.metadata.bin`. MinIO keeps no CORS rules
+/// (its bucket CORS calls answer as if none were set), so they live in a
+/// field of their own, which MinIO skips when it reads the file (and drops
+/// when it rewrites it).
+const CORS_FIELD: &str = "TesseraCorsConfigXML";
+
+fn cors_field(m: &BucketMetadata<'_>) -> Vec<u8> {
+    m.unknown
+        .iter()
+        .find(|f| f.key.as_str() == Some(CORS_FIELD))
+        .and_then(|f| crate::msgp::Reader::new(&f.value).read_bin().ok())
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
+}
+
+fn set_cors_field(m: &mut BucketMetadata<'static>, doc: &[u8]) {
+    m.unknown.retain(|f| f.key.as_str() != Some(CORS_FIELD));
+    if !doc.is_empty() {
+        let mut w = crate::msgp::Writer::new();
+        w.bin(doc);
+        m.unknown.push(crate::text::RawField {
+            key: CORS_FIELD.to_owned().into(),
+            value: w.into_inner().into(),
+        });
     }
 }

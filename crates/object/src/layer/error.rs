@@ -123,6 +123,19 @@ pub enum Error {
     /// the key's current version does not hold.
     #[error("the write's precondition does not hold")]
     PreconditionFailed,
+    /// S3 `AccessDenied` (403): the version is protected by object lock
+    /// (a legal hold, or retention that the request may not bypass).
+    #[error("object locked: {0}")]
+    ObjectLocked(&'static str),
+    /// S3 `InvalidRequest`: object lock asked for on a bucket created
+    /// without it.
+    #[error("the bucket is missing an object lock configuration")]
+    ObjectLockNotEnabled,
+    /// S3 `InvalidBucketState` (409): the bucket's state forbids the
+    /// change (versioning of a lock-enabled bucket, lock on a bucket
+    /// created without it).
+    #[error("invalid bucket state: {0}")]
+    InvalidBucketState(&'static str),
     /// S3 `NoSuchUpload`.
     #[error("upload {0:?} does not exist")]
     NoSuchUpload(String),

@@ -61,6 +61,7 @@ mod put_queue;
 pub mod set;
 mod sysconfig;
 pub mod types;
+pub mod worm;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

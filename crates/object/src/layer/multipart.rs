@@ -118,8 +118,15 @@ impl ObjectLayer {
     ) -> Result<String> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
+        // The lock (and the default retention) is fixed when the upload
+        // starts, as MinIO fixes it.
+        let metadata = self
+            .lock_metadata(bucket, &opts.metadata)
+            .await?
+            .unwrap_or_else(|| opts.metadata.clone());
         let opts = PutOptions {
             parity: Some(self.parity_for(opts)?),
+            metadata,
             ..opts.clone()
         };
         let pool = self.pool_for_write(bucket, key).await?;

@@ -44,6 +44,17 @@ impl ObjectLayer {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
         let versioned = self.bucket_versioning(bucket).await?;
+        let with_lock;
+        let opts = match self.lock_metadata(bucket, &opts.metadata).await? {
+            Some(metadata) => {
+                with_lock = PutOptions {
+                    metadata,
+                    ..opts.clone()
+                };
+                &with_lock
+            }
+            None => opts,
+        };
         let parity = self.parity_for(opts)?;
         let with_parity;
         let opts = if opts.parity.is_none() && parity != self.storage_class.standard_parity() {
@@ -281,16 +292,31 @@ impl ObjectLayer {
         self.set_in(pool, key).head(bucket, key, version).await
     }
 
-    /// Deletes an object (or one version of it).
+    /// Deletes an object (or one version of it). A version protected by
+    /// object lock stays ([`Error::ObjectLocked`]); see
+    /// [`delete_object_with`](Self::delete_object_with) to bypass
+    /// governance retention.
     pub async fn delete_object(
         &self,
         bucket: &str,
         key: &str,
         version: Option<VersionSel>,
     ) -> Result<DeleteResult> {
+        self.delete_object_checked(bucket, key, version, false)
+            .await
+    }
+
+    pub(super) async fn delete_object_checked(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+        bypass_governance: bool,
+    ) -> Result<DeleteResult> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
         let versioning = self.bucket_versioning_state(bucket).await?;
+        let locking = self.bucket_object_lock(bucket).await?.is_some();
         let _g = self
             .locker
             .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
@@ -301,9 +327,22 @@ impl ObjectLayer {
         } else {
             self.pool_for_read(bucket, key, version).await?
         };
-        self.set_in(pool, key)
-            .delete(bucket, key, version, versioning)
-            .await
+        let set = self.set_in(pool, key);
+        // Adding a delete marker removes nothing; any other delete removes
+        // a version, which its lock may forbid.
+        if locking && (version.is_some() || versioning != Versioning::Enabled) {
+            let target = version.or(Some(VersionSel::Null));
+            match set.head(bucket, key, target).await {
+                Ok(info) if !info.delete_marker => {
+                    worm::VersionLock::of(&info.metadata)
+                        .check_delete(std::time::SystemTime::now(), bypass_governance)?;
+                }
+                Ok(_) => {}
+                Err(e) if e.is_not_found() || matches!(e, Error::MethodNotAllowed) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        set.delete(bucket, key, version, versioning).await
     }
 
     /// Edits the user metadata of an object version in place, without
@@ -347,7 +386,14 @@ impl ObjectLayer {
             None => PutOptions {
                 size: Some(src.size),
                 content_type: Some(src.content_type.clone()),
-                metadata: src.metadata.clone().into_iter().collect(),
+                // A copy is a new version: its lock is its own (the
+                // bucket's default), never the source's.
+                metadata: src
+                    .metadata
+                    .clone()
+                    .into_iter()
+                    .filter(|(k, _)| !worm::is_lock_key(k))
+                    .collect(),
                 parity: None,
                 trailing_metadata: None,
                 internal: Vec::new(),

@@ -349,6 +349,18 @@ pub enum BucketConfig {
     Tagging,
     /// The bucket policy (JSON, as the client sent it).
     Policy,
+    /// Object lock (`ObjectLockConfiguration` XML); see
+    /// [`worm`](super::worm).
+    ObjectLock,
+    /// Lifecycle rules (`LifecycleConfiguration` XML).
+    Lifecycle,
+    /// CORS rules (`CORSConfiguration` XML; MinIO keeps it outside
+    /// `.metadata.bin`, see [`ObjectLayer::bucket_config`]).
+    ///
+    /// [`ObjectLayer::bucket_config`]: super::ObjectLayer::bucket_config
+    Cors,
+    /// MinIO's bucket quota (JSON: `{"quota": bytes, "quotatype": "hard"}`).
+    Quota,
 }
 
 /// What changed about a bucket, as [`ObjectLayer::with_bucket_hook`]
@@ -380,6 +392,10 @@ impl BucketChange {
             BucketChange::Config(BucketConfig::Encryption) => "encryption",
             BucketChange::Config(BucketConfig::Tagging) => "tagging",
             BucketChange::Config(BucketConfig::Policy) => "policy",
+            BucketChange::Config(BucketConfig::ObjectLock) => "object-lock",
+            BucketChange::Config(BucketConfig::Lifecycle) => "lifecycle",
+            BucketChange::Config(BucketConfig::Cors) => "cors",
+            BucketChange::Config(BucketConfig::Quota) => "quota",
             BucketChange::Iam => "iam",
         }
     }

@@ -77,15 +77,18 @@ where
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: std::fmt::Display,
 {
-    if ctx
-        .header("x-amz-bucket-object-lock-enabled")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    {
-        return Err(S3Error::with_message(
-            "NotImplemented",
-            "Object lock is not implemented yet.",
-        ));
-    }
+    let object_lock = match ctx.header("x-amz-bucket-object-lock-enabled") {
+        None => false,
+        Some(v) if v.trim().eq_ignore_ascii_case("true") => true,
+        Some(v) if v.trim().eq_ignore_ascii_case("false") => false,
+        Some(v) => {
+            return Err(S3Error::invalid_argument(
+                "x-amz-bucket-object-lock-enabled must be true or false",
+                "x-amz-bucket-object-lock-enabled",
+                v,
+            ));
+        }
+    };
     let body = read_small_body(gw, ctx).await?;
     if !body.iter().all(u8::is_ascii_whitespace) {
         let doc = xml::parse(&body)?;
@@ -105,7 +108,7 @@ where
             }
         }
     }
-    gw.layer.make_bucket(ctx.bucket()).await?;
+    gw.layer.make_bucket_with(ctx.bucket(), object_lock).await?;
     let mut r = empty(StatusCode::OK);
     if let Ok(v) = http::HeaderValue::from_str(&format!("/{}", ctx.bucket())) {
         r.headers_mut().insert(http::header::LOCATION, v);

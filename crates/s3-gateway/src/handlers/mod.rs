@@ -7,6 +7,7 @@ mod bucket;
 mod conditional;
 pub(crate) mod fuzzing;
 mod list;
+mod lock;
 mod multipart;
 mod object;
 mod policy;
@@ -49,16 +50,7 @@ where
         Op::GetBucketPolicyStatus => policy::get_status(gw, ctx).await,
         Op::PutBucketPolicy => policy::put(gw, ctx).await,
         Op::DeleteBucketPolicy => policy::delete(gw, ctx).await,
-        Op::GetObjectLockConfiguration => {
-            gw.layer.head_bucket(ctx.bucket()).await?;
-            Err(with_status(
-                S3Error::with_message(
-                    "ObjectLockConfigurationNotFoundError",
-                    "Object Lock configuration does not exist for this bucket",
-                ),
-                StatusCode::NOT_FOUND,
-            ))
-        }
+        Op::GetObjectLockConfiguration => lock::get_config(gw, ctx).await,
         Op::GetBucketEncryption => bucket::get_encryption(gw, ctx).await,
         Op::GetBucketTagging => tagging::get_bucket(gw, ctx).await,
         Op::GetBucketLifecycle => {
@@ -97,12 +89,11 @@ where
         Op::PutBucketVersioning => bucket::put_versioning(gw, ctx).await,
         Op::PutBucketEncryption => bucket::put_encryption(gw, ctx).await,
         Op::PutBucketTagging => tagging::put_bucket(gw, ctx).await,
-        Op::PutBucketLifecycle | Op::PutBucketCors | Op::PutObjectLockConfiguration => {
-            Err(S3Error::with_message(
-                "NotImplemented",
-                "This bucket configuration is not implemented.",
-            ))
-        }
+        Op::PutObjectLockConfiguration => lock::put_config(gw, ctx).await,
+        Op::PutBucketLifecycle | Op::PutBucketCors => Err(S3Error::with_message(
+            "NotImplemented",
+            "This bucket configuration is not implemented.",
+        )),
         Op::CreateBucket => {
             acl::check_headers(ctx)?;
             bucket::create_bucket(gw, ctx).await
@@ -144,13 +135,10 @@ where
         }
         Op::GetObjectTagging => tagging::get(gw, ctx).await,
         Op::GetObjectAttributes => attributes::get_attributes(gw, ctx).await,
-        Op::GetObjectRetention
-        | Op::GetObjectLegalHold
-        | Op::PutObjectRetention
-        | Op::PutObjectLegalHold => Err(S3Error::with_message(
-            "NotImplemented",
-            "This object sub-resource is not implemented yet.",
-        )),
+        Op::GetObjectRetention => lock::get_retention(gw, ctx).await,
+        Op::GetObjectLegalHold => lock::get_legal_hold(gw, ctx).await,
+        Op::PutObjectRetention => lock::put_retention(gw, ctx).await,
+        Op::PutObjectLegalHold => lock::put_legal_hold(gw, ctx).await,
         Op::GetObject => object::get_object(gw, ctx, false).await,
         Op::HeadObject => object::get_object(gw, ctx, true).await,
         Op::UploadPartCopy => multipart::upload_part_copy(gw, ctx).await,

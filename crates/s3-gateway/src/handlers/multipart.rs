@@ -71,6 +71,9 @@ where
 {
     let _ = read_small_body(gw, ctx).await?;
     let mut opts = put_options(&ctx.parts.headers, None)?;
+    let key = ctx.key().to_owned();
+    opts.metadata
+        .extend(super::lock::write_entries(gw, ctx, &key).await?);
     let checksum = UploadChecksum::from_headers(&ctx.parts.headers)?;
     let mode = encryption::write_mode_for(gw, &ctx.parts.headers, ctx.bucket()).await?;
     let new_key = match &mode {

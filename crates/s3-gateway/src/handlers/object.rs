@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
-use object::layer::{ObjectInfo, PutOptions, Range, VersionSel};
+use object::layer::{ObjectInfo, PutOptions, Range, VersionSel, worm};
 
 use super::{body_reader, empty, read_small_body, read_xml, xml_response};
 use crate::body::ResponseBody;
@@ -181,6 +181,9 @@ where
             .detail("MaxSizeAllowed", max.to_string()));
     }
     let mut opts = put_options(&ctx.parts.headers, size)?;
+    let key = ctx.key().to_owned();
+    opts.metadata
+        .extend(super::lock::write_entries(gw, ctx, &key).await?);
     opts.precondition = super::conditional::write_precondition(&ctx.parts.headers)?;
     let sse_mode = encryption::write_mode_for(gw, &ctx.parts.headers, ctx.bucket()).await?;
     let mut reader = body_reader(gw, ctx, (max, "EntityTooLarge"))?;
@@ -369,6 +372,7 @@ fn object_headers(h: &mut HeaderMap, info: &ObjectInfo) {
     if let Some(v) = info.version_id {
         set(h, "x-amz-version-id", &v.to_string());
     }
+    super::lock::response_headers(h, info);
     for (k, v) in &info.metadata {
         let lower = k.to_ascii_lowercase();
         if lower.starts_with("x-amz-meta-") {
@@ -586,12 +590,17 @@ pub(super) async fn get_object<B>(
 pub(super) async fn delete_object<B>(
     gw: &Gateway,
     ctx: &mut Ctx<B>,
-) -> Result<Response<ResponseBody>, S3Error> {
+) -> Result<Response<ResponseBody>, S3Error>
+where
+    B: Body,
+{
     let version = version_param(ctx)?;
     let mut r = empty(StatusCode::NO_CONTENT);
+    let key = ctx.key().to_owned();
+    let bypass = super::lock::bypass(gw, ctx, &key).await?;
     match gw
         .layer
-        .delete_object(ctx.bucket(), ctx.key(), version)
+        .delete_object_with(ctx.bucket(), &key, version, bypass)
         .await
     {
         Ok(res) => {
@@ -645,7 +654,16 @@ where
             Ok(version) if !may_delete(gw, ctx, &key, version.is_some()).await? => {
                 Err(S3Error::new("AccessDenied"))
             }
-            Ok(version) => match gw.layer.delete_object(ctx.bucket(), &key, version).await {
+            Ok(version) => match gw
+                .layer
+                .delete_object_with(
+                    ctx.bucket(),
+                    &key,
+                    version,
+                    super::lock::bypass(gw, ctx, &key).await?,
+                )
+                .await
+            {
                 Ok(r) => Ok(Some(r)),
                 Err(
                     object::layer::Error::NoSuchKey { .. }
@@ -866,6 +884,28 @@ where
         Some(o)
     } else {
         None
+    };
+    // A copy is a new version: its lock is what the request asks for (or
+    // the bucket's default), never the source's.
+    let key = ctx.key().to_owned();
+    let lock = super::lock::write_entries(gw, ctx, &key).await?;
+    let source_locked = info.metadata.keys().any(|k| worm::is_lock_key(k));
+    let opts = if lock.is_empty() && !source_locked {
+        opts
+    } else {
+        let mut o = opts.unwrap_or_else(|| PutOptions {
+            size: Some(info.size),
+            content_type: Some(info.content_type.clone()),
+            metadata: info
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            ..PutOptions::default()
+        });
+        o.metadata.retain(|(k, _)| !worm::is_lock_key(k));
+        o.metadata.extend(lock);
+        Some(o)
     };
     let (dst, dst_key) = if encryption_changes {
         // Through the gateway: decrypt the source if needed, encrypt the
