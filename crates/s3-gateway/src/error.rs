@@ -323,6 +323,9 @@ impl From<LayerError> for S3Error {
                 "AccessDenied",
                 "Access Denied because object protected by object lock.",
             ),
+            LayerError::QuotaExceeded(_) => {
+                S3Error::with_message("XMinioAdminBucketQuotaExceeded", "Bucket quota exceeded")
+            }
             LayerError::ObjectLockNotEnabled => S3Error::with_message(
                 "InvalidRequest",
                 "Bucket is missing ObjectLockConfiguration",

@@ -76,8 +76,8 @@ impl Admin {
         match call {
             AdminCall::Unsupported(e) => refuse(&e),
             // Routed to the gateway before this (`Node::route`).
-            AdminCall::Iam(_) => refuse(&S3Error::internal(
-                "an IAM call reached the cluster's admin",
+            AdminCall::Iam(_) | AdminCall::Quota(_) => refuse(&S3Error::internal(
+                "an IAM or quota call reached the cluster's admin",
             )),
             AdminCall::ServerInfo | AdminCall::HealStatus => {
                 let (parts, body) = req.into_parts();

@@ -479,11 +479,14 @@ impl Node {
                 text,
             );
         }
-        // The IAM calls go to the gateway, which serves them for the whole
+        // The IAM and quota calls go to the gateway, which serves them for the whole
         // cluster (the documents are on the shared drives, changes are
         // announced through raft).
         if let Some(call) = s3_gateway::admin::route(&method, &path)
-            && !matches!(call, s3_gateway::admin::AdminCall::Iam(_))
+            && !matches!(
+                call,
+                s3_gateway::admin::AdminCall::Iam(_) | s3_gateway::admin::AdminCall::Quota(_)
+            )
         {
             let deployment = self
                 .deployment

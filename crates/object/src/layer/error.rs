@@ -136,6 +136,10 @@ pub enum Error {
     /// created without it).
     #[error("invalid bucket state: {0}")]
     InvalidBucketState(&'static str),
+    /// MinIO's `XMinioAdminBucketQuotaExceeded` (400): the write would
+    /// make the bucket reach its hard quota.
+    #[error("bucket {0:?} quota exceeded")]
+    QuotaExceeded(String),
     /// S3 `NoSuchUpload`.
     #[error("upload {0:?} does not exist")]
     NoSuchUpload(String),

@@ -270,6 +270,11 @@ impl ObjectLayer {
                 if let Err(e) = layer.scan_once(&opts, &prog).await {
                     tracing::warn!("scanner pass: {e}");
                 }
+                // Quotas see what changed behind this layer's back (another
+                // node, another server on the drives) at least once a pass.
+                if let Err(e) = layer.recount_quota_usage().await {
+                    tracing::warn!("quota usage count: {e}");
+                }
                 let deadline = tokio::time::Instant::now() + opts.interval;
                 let mut pacer = Pacer::new(opts.versions_per_sec);
                 loop {

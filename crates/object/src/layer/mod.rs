@@ -58,6 +58,7 @@ mod objects;
 mod open;
 mod pools;
 mod put_queue;
+pub mod quota;
 pub mod set;
 mod sysconfig;
 pub mod types;
@@ -156,6 +157,8 @@ pub struct ObjectLayer {
     versioning: Mutex<HashMap<String, Versioning>>,
     /// (bucket, configuration) -> document, for configurations read so far.
     configs: Mutex<ConfigCache>,
+    /// Buckets' usage as counted for their quotas.
+    usage: Mutex<HashMap<String, Arc<quota::Usage>>>,
     /// Objects a read found damaged, waiting for the healer (bounded: when
     /// full, the next full pass finds them anyway).
     heal_tx: tokio::sync::mpsc::Sender<HealRequest>,

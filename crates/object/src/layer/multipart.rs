@@ -168,6 +168,7 @@ impl ObjectLayer {
     ) -> Result<UploadedPart> {
         names::check_key(key)?;
         self.check_bucket_exists(bucket).await?;
+        self.check_quota(bucket, opts.size.unwrap_or(0)).await?;
         let _g = self
             .locker
             .read(&format!("{bucket}/{key}/{upload_id}"), LOCK_TIMEOUT)
@@ -268,8 +269,25 @@ impl ObjectLayer {
                 .check_precondition(bucket, key, opts.precondition.as_ref())
                 .await?;
         }
-        set.complete_multipart(bucket, key, upload_id, parts, versioned, opts)
-            .await
+        // The object's bytes count against the quota when it is made.
+        let reservation = if self.bucket_quota(bucket).await?.is_some() {
+            let uploaded = set.list_parts(bucket, key, upload_id).await?;
+            let size = parts
+                .iter()
+                .filter_map(|(n, _)| uploaded.iter().find(|p| p.number == *n))
+                .map(|p| p.size)
+                .sum();
+            self.reserve_quota(bucket, size).await?
+        } else {
+            None
+        };
+        let info = set
+            .complete_multipart(bucket, key, upload_id, parts, versioned, opts)
+            .await?;
+        if let Some(r) = reservation {
+            r.keep(info.size);
+        }
+        Ok(info)
     }
 
     /// The key's current version when it is what completing `upload_id`

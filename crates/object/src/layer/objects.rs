@@ -33,7 +33,8 @@ impl std::fmt::Debug for OpenObject {
 }
 
 impl ObjectLayer {
-    /// Stores an object read from `body`.
+    /// Stores an object read from `body`, held to the bucket's object
+    /// lock rules ([`worm`]) and quota ([`quota`]).
     pub async fn put_object<R: AsyncRead + Unpin + Send>(
         &self,
         bucket: &str,
@@ -42,6 +43,22 @@ impl ObjectLayer {
         opts: &PutOptions,
     ) -> Result<ObjectInfo> {
         names::check_key(key)?;
+        self.check_bucket_exists(bucket).await?;
+        let reservation = self.reserve_quota(bucket, opts.size.unwrap_or(0)).await?;
+        let info = self.put_object_reserved(bucket, key, body, opts).await?;
+        if let Some(r) = reservation {
+            r.keep(info.size);
+        }
+        Ok(info)
+    }
+
+    async fn put_object_reserved<R: AsyncRead + Unpin + Send>(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: &mut R,
+        opts: &PutOptions,
+    ) -> Result<ObjectInfo> {
         self.check_bucket_exists(bucket).await?;
         let versioned = self.bucket_versioning(bucket).await?;
         let with_lock;
@@ -317,6 +334,7 @@ impl ObjectLayer {
         self.check_bucket_exists(bucket).await?;
         let versioning = self.bucket_versioning_state(bucket).await?;
         let locking = self.bucket_object_lock(bucket).await?.is_some();
+        let counting = self.bucket_quota(bucket).await?.is_some();
         let _g = self
             .locker
             .write(&format!("{bucket}/{key}"), LOCK_TIMEOUT)
@@ -329,20 +347,29 @@ impl ObjectLayer {
         };
         let set = self.set_in(pool, key);
         // Adding a delete marker removes nothing; any other delete removes
-        // a version, which its lock may forbid.
-        if locking && (version.is_some() || versioning != Versioning::Enabled) {
+        // a version, which its lock may forbid, and frees its bytes of the
+        // bucket's quota.
+        let mut freed = 0;
+        if (locking || counting) && (version.is_some() || versioning != Versioning::Enabled) {
             let target = version.or(Some(VersionSel::Null));
             match set.head(bucket, key, target).await {
                 Ok(info) if !info.delete_marker => {
-                    worm::VersionLock::of(&info.metadata)
-                        .check_delete(std::time::SystemTime::now(), bypass_governance)?;
+                    if locking {
+                        worm::VersionLock::of(&info.metadata)
+                            .check_delete(std::time::SystemTime::now(), bypass_governance)?;
+                    }
+                    freed = info.size;
                 }
                 Ok(_) => {}
                 Err(e) if e.is_not_found() || matches!(e, Error::MethodNotAllowed) => {}
                 Err(e) => return Err(e),
             }
         }
-        set.delete(bucket, key, version, versioning).await
+        let done = set.delete(bucket, key, version, versioning).await?;
+        if counting && freed > 0 {
+            self.quota_freed(bucket, freed);
+        }
+        Ok(done)
     }
 
     /// Edits the user metadata of an object version in place, without

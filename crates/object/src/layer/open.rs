@@ -185,6 +185,7 @@ impl ObjectLayer {
             locker: Arc::new(LocalLocker::new()),
             versioning: Mutex::new(HashMap::new()),
             configs: Mutex::new(HashMap::new()),
+            usage: Mutex::new(HashMap::new()),
             heal_tx,
             heal_rx: tokio::sync::Mutex::new(heal_rx),
             read_cache,

@@ -604,7 +604,7 @@ impl Gateway {
     /// `Authorization` header, a scope with or without a region, no
     /// `aws-chunked` body) by the root user or any enabled user; the
     /// caller authorises.
-    fn admin_authenticate(
+    pub(super) fn admin_authenticate(
         &self,
         parts: &http::request::Parts,
         now: SystemTime,

@@ -26,6 +26,7 @@ mod heal;
 mod iam;
 mod info;
 mod probe;
+mod quota;
 mod svcacct;
 
 use std::time::SystemTime;
@@ -66,6 +67,8 @@ pub enum AdminCall {
     HealStatus,
     /// Users, groups and policies (`mc admin user|group|policy`).
     Iam(iam::IamCall),
+    /// Bucket quotas (`mc quota`).
+    Quota(quota::QuotaCall),
     /// Any other admin path or method: this error (501 `NotImplemented`
     /// naming the path).
     Unsupported(S3Error),
@@ -86,6 +89,9 @@ pub fn route(method: &Method, raw_path: &str) -> Option<AdminCall> {
     }
     if let Some(call) = iam::IamCall::route(method, raw_path) {
         return Some(AdminCall::Iam(call));
+    }
+    if let Some(call) = quota::QuotaCall::route(method, raw_path) {
+        return Some(AdminCall::Quota(call));
     }
     // The path is echoed for the operator, cut short: a long one names the
     // same API.
@@ -209,6 +215,7 @@ impl Gateway {
     {
         match call {
             AdminCall::Iam(c) => self.serve_iam(ctx, c).await,
+            AdminCall::Quota(c) => self.serve_quota(ctx, c).await,
             AdminCall::Unsupported(e) => {
                 ctx.api = "AdminAPI";
                 Err(e)
