@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 
 import test_iam
 from s3util import error_of, raw_request
+from test_post import post
 from tessera_server import unique_bucket
 
 
@@ -291,6 +292,21 @@ class VersionLock(LockCase):
         )
         self.assertEqual(self.root.head_object(Bucket=b, Key="mp", VersionId=done["VersionId"])["ObjectLockMode"], "COMPLIANCE")
         self.refused("AccessDenied", 403, self.root.delete_object, Bucket=b, Key="mp", VersionId=done["VersionId"])
+
+    def test_browser_upload_fields(self):
+        b = self.locked_bucket()
+        until = utc(3600).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        fields = {"x-amz-object-lock-mode": "COMPLIANCE", "x-amz-object-lock-retain-until-date": until,
+                  "x-amz-object-lock-legal-hold": "ON"}
+        p = self.root.generate_presigned_post(b, "posted", Fields=fields,
+                                              Conditions=[{k: v} for k, v in fields.items()])
+        status, _, body = post(self.endpoint, b, list(p["fields"].items()), b"from a form")
+        self.assertEqual(status, 204, body)
+        h = self.root.head_object(Bucket=b, Key="posted")
+        self.assertEqual(h["ObjectLockMode"], "COMPLIANCE")
+        self.assertEqual(h["ObjectLockRetainUntilDate"].strftime("%Y-%m-%dT%H:%M:%S.000Z"), until)
+        self.assertEqual(h["ObjectLockLegalHoldStatus"], "ON")
+        self.refused("AccessDenied", 403, self.root.delete_object, Bucket=b, Key="posted", VersionId=h["VersionId"])
 
 
 if __name__ == "__main__":

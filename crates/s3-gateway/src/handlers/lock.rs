@@ -330,7 +330,17 @@ pub(super) async fn write_entries<B: Body>(
     ctx: &Ctx<B>,
     key: &str,
 ) -> Result<Vec<(String, String)>, S3Error> {
-    let h: &HeaderMap = &ctx.parts.headers;
+    write_entries_from(gw, ctx, &ctx.parts.headers, key).await
+}
+
+/// [`write_entries`] from the fields of a browser upload's form, given as
+/// headers.
+pub(super) async fn write_entries_from<B: Body>(
+    gw: &Gateway,
+    ctx: &Ctx<B>,
+    h: &HeaderMap,
+    key: &str,
+) -> Result<Vec<(String, String)>, S3Error> {
     let get = |n: &str| h.get(n).map(|v| v.to_str().unwrap_or("\u{0}").trim());
     let mut out = Vec::new();
     let (mode, date) = (get(LOCK_MODE), get(LOCK_UNTIL));

@@ -111,6 +111,9 @@ where
                     | "expires"
                     | "x-amz-storage-class"
                     | "x-amz-tagging"
+                    | "x-amz-object-lock-mode"
+                    | "x-amz-object-lock-retain-until-date"
+                    | "x-amz-object-lock-legal-hold"
             );
         // From bytes: a UTF-8 metadata value is stored as a PUT's would be
         // (`put_options` decodes it; standard headers must be ASCII there).
@@ -132,6 +135,8 @@ where
         headers.insert(http::header::CONTENT_TYPE, t);
     }
     let mut opts: PutOptions = super::object::put_options(&headers, None)?;
+    opts.metadata
+        .extend(super::lock::write_entries_from(gw, ctx, &headers, &key).await?);
     // Encryption as a PUT asks it (the form's x-amz-server-side-encryption*
     // fields), or as the bucket's default or the server's auto-encryption
     // says.
