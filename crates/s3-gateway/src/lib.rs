@@ -23,6 +23,7 @@ mod authz;
 mod body;
 mod checksum;
 mod checksum_mpu;
+mod cors;
 mod encryption;
 mod error;
 #[doc(hidden)]

@@ -387,7 +387,10 @@ impl Gateway {
             conditions: std::sync::OnceLock::new(),
         };
         let head = ctx.parts.method == Method::HEAD;
-        let mut resp = match self.serve(&mut ctx).await {
+        let served = self.serve(&mut ctx).await;
+        // Only an admitted request costs the bucket's CORS rules a look.
+        let admitted = ctx.slot.is_some();
+        let mut resp = match served {
             // The slot is given back once the response body is sent.
             Ok(r) => match ctx.slot.take() {
                 Some(slot) => r.map(|b| b.holding(slot)),
@@ -414,6 +417,20 @@ impl Gateway {
                 r
             }
         };
+        if admitted
+            && ctx.parts.method != Method::OPTIONS
+            && let Some(bucket) = ctx.bucket.as_deref()
+            && ctx.parts.headers.contains_key(http::header::ORIGIN)
+        {
+            crate::handlers::cors::decorate(
+                self,
+                bucket,
+                &ctx.parts.headers,
+                &ctx.parts.method,
+                resp.headers_mut(),
+            )
+            .await;
+        }
         let h = resp.headers_mut();
         if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
             h.insert("x-amz-request-id", v);
@@ -461,6 +478,13 @@ impl Gateway {
             return self.serve_sts(ctx).await;
         }
         self.route(ctx)?;
+        // A browser's preflight carries no credentials: it is answered
+        // from the bucket's CORS rules alone.
+        if ctx.parts.method == Method::OPTIONS && ctx.bucket.is_some() {
+            ctx.api = "PreflightCors";
+            ctx.slot = Some(self.admission.admit().await?);
+            return crate::handlers::cors::preflight(self, ctx).await;
+        }
         let boundary =
             (ctx.parts.method == Method::POST && ctx.bucket.is_some() && ctx.key.is_none())
                 .then(|| {

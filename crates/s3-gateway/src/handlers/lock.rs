@@ -17,7 +17,7 @@ use object::layer::worm::{
 };
 
 use super::object::version_param;
-use super::{empty, read_small_body, with_status, xml_response};
+use super::{empty, read_small_body, require_integrity, with_status, xml_response};
 use crate::body::ResponseBody;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
@@ -32,26 +32,6 @@ fn invalid(msg: &str) -> S3Error {
 
 fn not_enabled() -> S3Error {
     invalid("Bucket is missing ObjectLockConfiguration")
-}
-
-/// The lock configuration calls, a version's retention and its legal hold
-/// carry Content-MD5 or an `x-amz-checksum-*` of their body, as S3
-/// requires (the body reader verifies whichever is given).
-fn require_integrity<B>(ctx: &Ctx<B>) -> Result<(), S3Error> {
-    let h = &ctx.parts.headers;
-    let has_checksum = h.contains_key("content-md5")
-        || h.keys().any(|k| k.as_str().starts_with("x-amz-checksum-"))
-        || h.get("x-amz-trailer")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.to_ascii_lowercase().contains("x-amz-checksum-"));
-    if has_checksum {
-        Ok(())
-    } else {
-        Err(S3Error::with_message(
-            "MissingContentMD5",
-            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
-        ))
-    }
 }
 
 /// Whether the request asks to bypass governance retention and its

@@ -5,6 +5,7 @@ mod acl;
 mod attributes;
 mod bucket;
 mod conditional;
+pub(crate) mod cors;
 pub(crate) mod fuzzing;
 mod list;
 mod lock;
@@ -63,16 +64,7 @@ where
                 StatusCode::NOT_FOUND,
             ))
         }
-        Op::GetBucketCors => {
-            gw.layer.head_bucket(ctx.bucket()).await?;
-            Err(with_status(
-                S3Error::with_message(
-                    "NoSuchCORSConfiguration",
-                    "The CORS configuration does not exist",
-                ),
-                StatusCode::NOT_FOUND,
-            ))
-        }
+        Op::GetBucketCors => cors::get(gw, ctx).await,
         Op::GetBucketAcl => {
             gw.layer.head_bucket(ctx.bucket()).await?;
             Ok(acl::get(ctx))
@@ -90,7 +82,8 @@ where
         Op::PutBucketEncryption => bucket::put_encryption(gw, ctx).await,
         Op::PutBucketTagging => tagging::put_bucket(gw, ctx).await,
         Op::PutObjectLockConfiguration => lock::put_config(gw, ctx).await,
-        Op::PutBucketLifecycle | Op::PutBucketCors => Err(S3Error::with_message(
+        Op::PutBucketCors => cors::put(gw, ctx).await,
+        Op::PutBucketLifecycle => Err(S3Error::with_message(
             "NotImplemented",
             "This bucket configuration is not implemented.",
         )),
@@ -100,7 +93,8 @@ where
         }
         Op::DeleteBucketEncryption => bucket::delete_encryption(gw, ctx).await,
         Op::DeleteBucketTagging => tagging::delete_bucket(gw, ctx).await,
-        Op::DeleteBucketLifecycle | Op::DeleteBucketCors => {
+        Op::DeleteBucketCors => cors::delete(gw, ctx).await,
+        Op::DeleteBucketLifecycle => {
             gw.layer.head_bucket(ctx.bucket()).await?;
             // Nothing is configured, so there is nothing to delete.
             Ok(empty(StatusCode::NO_CONTENT))
@@ -160,6 +154,26 @@ where
             multipart::create(gw, ctx).await
         }
         Op::CompleteMultipartUpload => multipart::complete(gw, ctx).await,
+    }
+}
+
+/// Calls whose body S3 requires Content-MD5 or an `x-amz-checksum-*` of
+/// (object lock, CORS and lifecycle configurations): the body reader
+/// verifies whichever is given.
+pub(crate) fn require_integrity<B>(ctx: &Ctx<B>) -> Result<(), S3Error> {
+    let h = &ctx.parts.headers;
+    let has_checksum = h.contains_key("content-md5")
+        || h.keys().any(|k| k.as_str().starts_with("x-amz-checksum-"))
+        || h.get("x-amz-trailer")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("x-amz-checksum-"));
+    if has_checksum {
+        Ok(())
+    } else {
+        Err(S3Error::with_message(
+            "MissingContentMD5",
+            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
+        ))
     }
 }
 
