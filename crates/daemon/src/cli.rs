@@ -271,6 +271,21 @@ pub const SCANNER_INTERVAL: EnvVar = EnvVar {
     aliases: &[],
     help: "pause between two full scanner passes (Go-style duration); default 1h",
 };
+pub const LIFECYCLE_INTERVAL: EnvVar = EnvVar {
+    name: "TESSERA_LIFECYCLE_INTERVAL",
+    aliases: &[],
+    help: "pause between two lifecycle passes (Go-style duration); default 1h",
+};
+pub const LIFECYCLE_RATE: EnvVar = EnvVar {
+    name: "TESSERA_LIFECYCLE_RATE",
+    aliases: &[],
+    help: "lifecycle actions (expiries, aborted uploads) per second; 0: unlimited; default 100",
+};
+pub const TEST_LIFECYCLE_CLOCK_FILE: EnvVar = EnvVar {
+    name: "TESSERA_TEST_LIFECYCLE_CLOCK_FILE",
+    aliases: &[],
+    help: "FOR TESTS ONLY: a file holding seconds added to the time the lifecycle rules see,            read on every pass, so that tests can advance days",
+};
 pub const NOTIFY_SOCKET: EnvVar = EnvVar {
     name: "NOTIFY_SOCKET",
     aliases: &[],
@@ -329,6 +344,9 @@ pub const ENV_VARS: &[EnvVar] = &[
     HUGE_PAGES,
     SCANNER_RATE,
     SCANNER_INTERVAL,
+    LIFECYCLE_INTERVAL,
+    LIFECYCLE_RATE,
+    TEST_LIFECYCLE_CLOCK_FILE,
     NOTIFY_SOCKET,
     WATCHDOG_USEC,
 ];

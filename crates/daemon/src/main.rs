@@ -203,6 +203,8 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         );
     }
     let scanner = layer.spawn_scanner(cfg.scanner.clone());
+    let lifecycle = s3_gateway::lifecycle::spawn(layer.clone(), cfg.lifecycle.clone());
+    metrics.watch_lifecycle(lifecycle.stats.clone());
     let app = Arc::new(App {
         gateway,
         health: Health::new(layer.clone()),
@@ -210,6 +212,7 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
         metrics_auth: MetricsAuth::for_metrics(&cfg),
         layer: layer.clone(),
         scanner: Some(scanner),
+        _lifecycle: Some(lifecycle),
     });
 
     // Signals are installed before the server says it is ready.

@@ -38,6 +38,11 @@ struct ApiStatus {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LifecycleAction {
+    action: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Api {
     api: &'static str,
 }
@@ -140,6 +145,12 @@ pub struct Metrics {
     scanner_healed: Counter,
     scanner_errors: Counter,
     scanner_seen: Mutex<ScanProgress>,
+    lifecycle_passes: Counter,
+    lifecycle_actions: Family<LifecycleAction, Counter>,
+    /// The lifecycle task's running totals, once it runs, and what of
+    /// them is counted (by metric).
+    lifecycle: std::sync::OnceLock<std::sync::Arc<s3_gateway::lifecycle::LifecycleStats>>,
+    lifecycle_seen: Mutex<std::collections::HashMap<&'static str, u64>>,
 }
 
 /// Brings `counter` up to `total`, a running total kept elsewhere, of
@@ -213,6 +224,10 @@ impl Metrics {
             scanner_healed: Counter::default(),
             scanner_errors: Counter::default(),
             scanner_seen: Mutex::new(ScanProgress::default()),
+            lifecycle_passes: Counter::default(),
+            lifecycle_actions: Family::default(),
+            lifecycle: std::sync::OnceLock::new(),
+            lifecycle_seen: Mutex::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -446,6 +461,18 @@ impl Metrics {
             "Object versions whose check or heal failed",
             m.scanner_errors.clone(),
         );
+        registry.register(
+            "lifecycle_passes",
+            "Lifecycle passes completed by this node",
+            m.lifecycle_passes.clone(),
+        );
+        registry.register(
+            "lifecycle_actions",
+            "What lifecycle passes did: expired_current, expired_noncurrent, \
+             delete_markers_removed, uploads_aborted, kept_locked (due, protected by object lock), \
+             errors, versions_seen",
+            m.lifecycle_actions.clone(),
+        );
         let build = Family::<Version, Gauge>::default();
         build
             .get_or_create(&Version {
@@ -465,6 +492,11 @@ impl Metrics {
             start,
         );
         Metrics { registry, ..m }
+    }
+
+    /// Reports the lifecycle task's totals from now on.
+    pub fn watch_lifecycle(&self, stats: std::sync::Arc<s3_gateway::lifecycle::LifecycleStats>) {
+        let _ = self.lifecycle.set(stats);
     }
 
     /// Brings the gauges up to date and renders the text exposition format.
@@ -627,6 +659,35 @@ impl Metrics {
             self.scanner_errors
                 .inc_by(p.errors.saturating_sub(seen.errors));
             *seen = p;
+        }
+        if let Some(l) = self.lifecycle.get() {
+            let load =
+                |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+            let mut seen = self
+                .lifecycle_seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let mut bump = |name: &'static str, counter: &Counter, total: u64| {
+                let s = seen.entry(name).or_insert(0);
+                counter.inc_by(total.saturating_sub(*s));
+                *s = total.max(*s);
+            };
+            bump("passes", &self.lifecycle_passes, load(&l.passes));
+            for (action, total) in [
+                ("expired_current", load(&l.expired_current)),
+                ("expired_noncurrent", load(&l.expired_noncurrent)),
+                ("delete_markers_removed", load(&l.delete_markers_removed)),
+                ("uploads_aborted", load(&l.uploads_aborted)),
+                ("kept_locked", load(&l.locked)),
+                ("errors", load(&l.errors)),
+                ("versions_seen", load(&l.versions_seen)),
+            ] {
+                let counter = self
+                    .lifecycle_actions
+                    .get_or_create(&LifecycleAction { action })
+                    .clone();
+                bump(action, &counter, total);
+            }
         }
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {

@@ -46,6 +46,8 @@ pub struct App {
     pub metrics_auth: MetricsAuth,
     pub layer: Arc<ObjectLayer>,
     pub scanner: Option<ScannerHandle>,
+    /// The lifecycle passes (they stop when dropped).
+    pub _lifecycle: Option<s3_gateway::lifecycle::LifecycleHandle>,
 }
 
 /// Decrements a gauge when dropped (also when the request is cancelled).

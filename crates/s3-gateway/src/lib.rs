@@ -30,6 +30,7 @@ mod error;
 pub mod fuzzing;
 mod handlers;
 pub mod iam;
+pub mod lifecycle;
 pub mod oidc;
 mod rfc2047;
 pub mod router;

@@ -178,6 +178,9 @@ pub struct Gateway {
     pub(crate) iam: Arc<crate::iam::Iam>,
     /// Bucket policies, parsed.
     pub(crate) bucket_policies: crate::authz::BucketPolicies,
+    /// Buckets' lifecycle rules as parsed, with the document they came
+    /// from (for `x-amz-expiration`).
+    pub(crate) lifecycles: std::sync::Mutex<crate::lifecycle::ParsedRules>,
     observer: Option<Arc<dyn RequestObserver>>,
     admission: Admission,
     /// The share of unauthenticated browser POST forms (and of web
@@ -297,6 +300,7 @@ impl Gateway {
             ),
             iam,
             bucket_policies: crate::authz::BucketPolicies::default(),
+            lifecycles: std::sync::Mutex::default(),
             admission: Admission::new(config.limits.max_requests, config.limits.request_wait),
             post_admission: Admission::new(post_forms_bound(&config.limits), Duration::ZERO),
             admin_auth: crate::admin::AdminAuth::new(&config.region, &config.credentials),

@@ -545,6 +545,9 @@ struct Serving {
     layer: Arc<object::layer::ObjectLayer>,
     /// The scanner and the heal journal's healer (they stop when dropped).
     scanner: object::layer::ScannerHandle,
+    /// The lifecycle passes (one node at a time runs one: each takes the
+    /// cluster's lock first).
+    _lifecycle: s3_gateway::lifecycle::LifecycleHandle,
 }
 
 /// Runs the futures concurrently on the runtime and collects the outputs
@@ -972,7 +975,10 @@ pub async fn run(
     }
     let _ = node.gateway.set(gateway);
     let _ = node.admin.layer.set(Arc::clone(&layer));
+    let lifecycle = s3_gateway::lifecycle::spawn(Arc::clone(&layer), cfg.lifecycle.clone());
+    metrics.watch_lifecycle(Arc::clone(&lifecycle.stats));
     let _ = node.serving.set(Serving {
+        _lifecycle: lifecycle,
         metrics,
         health: crate::health::Health::new(Arc::clone(&layer)),
         scanner: layer.spawn_scanner(cfg.scanner.clone()),

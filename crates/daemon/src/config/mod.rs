@@ -88,6 +88,8 @@ pub struct ServerConfig {
     /// The OpenID Connect provider of web identities, if configured.
     pub openid: Option<s3_gateway::oidc::OpenIdConfig>,
     pub scanner: ScanOptions,
+    /// The lifecycle passes.
+    pub lifecycle: s3_gateway::lifecycle::LifecycleOptions,
     pub shutdown_timeout: Duration,
     /// Deadline of every drive operation and probe interval of offline
     /// drives.
@@ -416,6 +418,23 @@ impl ServerConfig {
             },
         };
         let interval = duration_var(env, &cli::SCANNER_INTERVAL, Duration::from_secs(3600))?;
+        let lifecycle = s3_gateway::lifecycle::LifecycleOptions {
+            interval: duration_var(env, &cli::LIFECYCLE_INTERVAL, Duration::from_secs(3600))?,
+            actions_per_sec: match env.get(&cli::LIFECYCLE_RATE) {
+                None => 100,
+                Some((v, name)) => v.trim().parse::<u32>().map_err(|_| {
+                    ConfigError(format!("{name}='{v}': expected actions per second (0: unlimited)"))
+                })?,
+            },
+            clock: s3_gateway::lifecycle::Clock {
+                offset_file: env.get(&cli::TEST_LIFECYCLE_CLOCK_FILE).map(|(v, _)| {
+                    tracing::warn!(
+                        "TESSERA_TEST_LIFECYCLE_CLOCK_FILE moves the lifecycle's clock: for tests only"
+                    );
+                    PathBuf::from(v)
+                }),
+            },
+        };
         let shutdown_timeout = duration_var(env, &cli::SHUTDOWN_TIMEOUT, Duration::from_secs(30))?;
         let drive_timeout = duration_var(env, &cli::DRIVE_TIMEOUT, Duration::from_secs(30))?;
         if drive_timeout.is_zero() {
@@ -516,6 +535,7 @@ impl ServerConfig {
                 versions_per_sec: rate,
                 interval,
             },
+            lifecycle,
             shutdown_timeout,
             drive_deadline,
             read_header_timeout,

@@ -245,6 +245,13 @@ impl ObjectLayer {
             .remove(bucket);
     }
 
+    /// The lock service this layer takes its namespace locks from (the
+    /// cluster's, or this process's): background work that must run on
+    /// one node at a time takes a lock of its own here.
+    pub fn locker(&self) -> &Arc<dyn Locker> {
+        &self.locker
+    }
+
     /// Drops what this layer cached of every bucket.
     pub fn forget_buckets(&self) {
         self.bucket_gen

@@ -7,6 +7,7 @@ mod bucket;
 mod conditional;
 pub(crate) mod cors;
 pub(crate) mod fuzzing;
+mod lifecycle;
 mod list;
 mod lock;
 mod multipart;
@@ -54,16 +55,7 @@ where
         Op::GetObjectLockConfiguration => lock::get_config(gw, ctx).await,
         Op::GetBucketEncryption => bucket::get_encryption(gw, ctx).await,
         Op::GetBucketTagging => tagging::get_bucket(gw, ctx).await,
-        Op::GetBucketLifecycle => {
-            gw.layer.head_bucket(ctx.bucket()).await?;
-            Err(with_status(
-                S3Error::with_message(
-                    "NoSuchLifecycleConfiguration",
-                    "The lifecycle configuration does not exist",
-                ),
-                StatusCode::NOT_FOUND,
-            ))
-        }
+        Op::GetBucketLifecycle => lifecycle::get(gw, ctx).await,
         Op::GetBucketCors => cors::get(gw, ctx).await,
         Op::GetBucketAcl => {
             gw.layer.head_bucket(ctx.bucket()).await?;
@@ -83,10 +75,7 @@ where
         Op::PutBucketTagging => tagging::put_bucket(gw, ctx).await,
         Op::PutObjectLockConfiguration => lock::put_config(gw, ctx).await,
         Op::PutBucketCors => cors::put(gw, ctx).await,
-        Op::PutBucketLifecycle => Err(S3Error::with_message(
-            "NotImplemented",
-            "This bucket configuration is not implemented.",
-        )),
+        Op::PutBucketLifecycle => lifecycle::put(gw, ctx).await,
         Op::CreateBucket => {
             acl::check_headers(ctx)?;
             bucket::create_bucket(gw, ctx).await
@@ -94,11 +83,7 @@ where
         Op::DeleteBucketEncryption => bucket::delete_encryption(gw, ctx).await,
         Op::DeleteBucketTagging => tagging::delete_bucket(gw, ctx).await,
         Op::DeleteBucketCors => cors::delete(gw, ctx).await,
-        Op::DeleteBucketLifecycle => {
-            gw.layer.head_bucket(ctx.bucket()).await?;
-            // Nothing is configured, so there is nothing to delete.
-            Ok(empty(StatusCode::NO_CONTENT))
-        }
+        Op::DeleteBucketLifecycle => lifecycle::delete(gw, ctx).await,
         Op::DeleteBucket => bucket::delete_bucket(gw, ctx).await,
         Op::DeleteObjects => object::delete_objects(gw, ctx).await,
         // Browser uploads are served by `post_object` before the

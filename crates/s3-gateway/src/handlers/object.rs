@@ -228,6 +228,7 @@ where
     if let Some(nk) = &new_key {
         encryption::mode_headers(h, nk);
     }
+    super::lifecycle::expiration_header(gw, &info, r.headers_mut()).await;
     Ok(r)
 }
 
@@ -543,6 +544,7 @@ pub(super) async fn get_object<B>(
         *r.status_mut() = status;
         r
     };
+    super::lifecycle::expiration_header(gw, &info, resp.headers_mut()).await;
     let h = resp.headers_mut();
     object_headers(h, &info);
     if let Some(ex) = &existing {
