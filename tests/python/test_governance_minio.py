@@ -24,7 +24,9 @@ fails without them, it never skips.
 """
 
 import datetime
+import json
 import os
+import tempfile
 import time
 import unittest
 
@@ -33,6 +35,7 @@ from tessera_server import TesseraServer
 from test_iam_minio import Mc, Minio, minio_client, outcome
 
 LOCKED = "gov-locked"
+LIFECYCLE = "gov-lifecycle"
 QUOTA = "gov-quota"
 QUOTA_BYTES = 64 * 1024
 
@@ -60,6 +63,14 @@ def make_everything(mc, s3):
     v["held"] = s3.put_object(Bucket=LOCKED, Key="held", Body=b"held", ObjectLockLegalHoldStatus="ON")["VersionId"]
     s3.create_bucket(Bucket=QUOTA)
     mc("quota", "set", f"s/{QUOTA}", "--size", str(QUOTA_BYTES))
+    s3.create_bucket(Bucket=LIFECYCLE)
+    s3.put_bucket_lifecycle_configuration(Bucket=LIFECYCLE, LifecycleConfiguration={"Rules": [
+        {"ID": "logs", "Status": "Enabled", "Filter": {"Prefix": "logs/"}, "Expiration": {"Days": 1}},
+        {"ID": "old", "Status": "Enabled", "Filter": {"Prefix": ""},
+         "NoncurrentVersionExpiration": {"NoncurrentDays": 2}},
+    ]})
+    s3.put_object(Bucket=LIFECYCLE, Key="logs/a", Body=b"log")
+    s3.put_object(Bucket=LIFECYCLE, Key="keep", Body=b"keep")
     return v
 
 
@@ -98,6 +109,10 @@ def check_everything(test, s3, v, who):
     for name, body in (("gov", b"governed"), ("comp", b"complied"), ("held", b"held")):
         test.assertEqual(s3.get_object(Bucket=LOCKED, Key=name, VersionId=v[name])["Body"].read(), body, who)
     seen["over quota"] = allowed(s3.put_object, Bucket=QUOTA, Key="big", Body=b"q" * QUOTA_BYTES)
+    rules = s3.get_bucket_lifecycle_configuration(Bucket=LIFECYCLE)["Rules"]
+    seen["lifecycle rules"] = sorted(json.dumps(r, sort_keys=True) for r in rules)
+    seen["x-amz-expiration"] = s3.head_object(Bucket=LIFECYCLE, Key="logs/a").get("Expiration")
+    seen["no x-amz-expiration"] = s3.head_object(Bucket=LIFECYCLE, Key="keep").get("Expiration")
     return seen
 
 
@@ -105,7 +120,15 @@ class GovernanceMinio(unittest.TestCase):
     maxDiff = None
 
     def setUp(self):
-        self.tessera = TesseraServer()
+        # Tessera's lifecycle runs every second under a clock the test
+        # moves, so MinIO's rules can be seen carried out.
+        self.clock = os.path.join(tempfile.mkdtemp(prefix="tessera-gov-clock-"), "offset")
+        with open(self.clock, "w") as f:
+            f.write("0")
+        self.tessera = TesseraServer(env={
+            "TESSERA_LIFECYCLE_INTERVAL": "1s",
+            "TESSERA_TEST_LIFECYCLE_CLOCK_FILE": self.clock,
+        })
         self.addCleanup(self.tessera.cleanup)
         for d in self.tessera.drives:
             os.makedirs(d, exist_ok=True)
@@ -142,6 +165,15 @@ class GovernanceMinio(unittest.TestCase):
         s3 = self.start_tessera()
         got = check_everything(self, s3, v, "tessera")
         self.assertEqual(got, oracle, "tessera against minio on minio's drives")
+        self.assertIsNotNone(got["x-amz-expiration"])
+        self.assertIn('rule-id="logs"', got["x-amz-expiration"])
+        # MinIO's rules, carried out by Tessera two days on.
+        with open(self.clock, "w") as f:
+            f.write(str(3 * 86400))
+        deadline = time.monotonic() + 60
+        while [o["Key"] for o in s3.list_objects_v2(Bucket=LIFECYCLE).get("Contents", [])] != ["keep"]:
+            self.assertLess(time.monotonic(), deadline, "logs/a not expired by tessera under minio's rules")
+            time.sleep(0.3)
         # What MinIO would allow, Tessera allows: the governance bypass.
         s3.delete_object(Bucket=LOCKED, Key="gov", VersionId=v["gov"], BypassGovernanceRetention=True)
         self.assertEqual(s3.list_object_versions(Bucket=LOCKED, Prefix="gov").get("Versions", []), [])
