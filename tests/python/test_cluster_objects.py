@@ -162,6 +162,43 @@ class AnyNodeServesAnyObject(unittest.TestCase):
             self.assertEqual(status, 403, f"node {i + 1}")
             s3[i].delete_object(Bucket=BUCKET, Key=f"by-user/{i}")
 
+    def check_governance_holds_on_every_node(self, c, s3):
+        """A lock-enabled bucket, its default retention, a CORS rule and a
+        lifecycle rule made through some nodes hold on every other as soon
+        as the call returns, and a quota set through one node is enforced
+        by the others."""
+        locked = BUCKET + "-locked"
+        s3[1].create_bucket(Bucket=locked, ObjectLockEnabledForBucket=True)
+        s3[2].put_object_lock_configuration(Bucket=locked, ObjectLockConfiguration={
+            "ObjectLockEnabled": "Enabled",
+            "Rule": {"DefaultRetention": {"Mode": "COMPLIANCE", "Days": 1}}})
+        s3[3].put_bucket_cors(Bucket=locked, CORSConfiguration={"CORSRules": [
+            {"AllowedOrigins": ["https://app.example"], "AllowedMethods": ["GET"]}]})
+        s3[0].put_bucket_lifecycle_configuration(Bucket=locked, LifecycleConfiguration={"Rules": [
+            {"ID": "week", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 7}}]})
+        for i in range(4):
+            v = s3[i].put_object(Bucket=locked, Key=f"k{i}", Body=b"locked")
+            self.assertIn('rule-id="week"', v.get("Expiration", ""), f"node {i + 1}")
+            for j in range(4):
+                with self.assertRaises(ClientError, msg=f"node {j + 1}") as cm:
+                    s3[j].delete_object(Bucket=locked, Key=f"k{i}", VersionId=v["VersionId"])
+                self.assertEqual(cm.exception.response["Error"]["Code"], "AccessDenied")
+            status, _ = http_get(c.url(i, f"/{locked}/k{i}"))
+            self.assertEqual(status, 403, "anonymous")
+        for i in range(4):
+            self.assertEqual(
+                s3[i].get_bucket_cors(Bucket=locked)["CORSRules"][0]["AllowedOrigins"],
+                ["https://app.example"], f"node {i + 1}")
+        mc(c, 2, "quota", "set", f"c/{BUCKET}", "--size", "1MiB")
+        for i in range(4):
+            with self.assertRaises(ClientError, msg=f"node {i + 1}") as cm:
+                s3[i].put_object(Bucket=BUCKET, Key="too-big", Body=b"q" * (1 << 20))
+            self.assertEqual(cm.exception.response["Error"]["Code"], "XMinioAdminBucketQuotaExceeded")
+        mc(c, 1, "quota", "clear", f"c/{BUCKET}")
+        for i in range(4):
+            s3[i].put_object(Bucket=BUCKET, Key="fits-again", Body=b"q" * (1 << 20))
+        s3[0].delete_object(Bucket=BUCKET, Key="fits-again")
+
     def test_objects_across_nodes_and_a_node_down(self):
         c = Cluster()
         self.addCleanup(c.cleanup)
@@ -176,6 +213,7 @@ class AnyNodeServesAnyObject(unittest.TestCase):
             names = [b["Name"] for b in s3[i].list_buckets()["Buckets"]]
             self.assertEqual(names, [BUCKET], f"node {i + 1}")
         self.check_identities_hold_on_every_node(c, s3)
+        self.check_governance_holds_on_every_node(c, s3)
 
         # Every shape through a different node.
         objects = {}

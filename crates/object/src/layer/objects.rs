@@ -43,7 +43,7 @@ impl ObjectLayer {
         opts: &PutOptions,
     ) -> Result<ObjectInfo> {
         names::check_key(key)?;
-        self.check_bucket_exists(bucket).await?;
+        // The bucket's existence is checked once, by the write itself.
         let reservation = self.reserve_quota(bucket, opts.size.unwrap_or(0)).await?;
         let info = self.put_object_reserved(bucket, key, body, opts).await?;
         if let Some(r) = reservation {
