@@ -415,10 +415,12 @@ class AnyNodeServesAnyObject(unittest.TestCase):
                 break
             self.assertLess(time.monotonic(), deadline, status)
             time.sleep(0.5)
-        # Every version (the bucket is versioned since the versioning
-        # check), delete markers included, with its bytes.
-        listing = s3[0].list_object_versions(Bucket=BUCKET)
-        versions = listing.get("Versions", []) + listing.get("DeleteMarkers", [])
+        # Every version of both buckets (the shared one is versioned since
+        # the versioning check), delete markers included, with its bytes.
+        versions = []
+        for b in (BUCKET, BUCKET + "-locked"):
+            listing = s3[0].list_object_versions(Bucket=b)
+            versions += listing.get("Versions", []) + listing.get("DeleteMarkers", [])
         for d, h in zip(disks, infos):
             self.assertEqual((h["items_healed"], h["items_failed"]), (len(versions), 0), d)
             self.assertEqual(h["bytes_done"], sum(v.get("Size", 0) for v in versions), d)
