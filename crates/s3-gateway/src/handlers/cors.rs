@@ -8,7 +8,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
 use object::layer::BucketConfig;
 
-use super::{empty, read_small_body, require_integrity, with_status, xml_response};
+use super::{checked_body, empty, with_status, xml_response};
 use crate::body::ResponseBody;
 use crate::cors::{self, CorsConfig, Resource};
 use crate::error::S3Error;
@@ -41,8 +41,7 @@ where
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: std::fmt::Display,
 {
-    require_integrity(ctx)?;
-    let body = read_small_body(gw, ctx).await?;
+    let body = checked_body(gw, ctx).await?;
     let config = CorsConfig::parse(&body)?;
     gw.layer
         .set_bucket_config(

@@ -11,7 +11,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
 use object::layer::{BucketConfig, ObjectInfo};
 
-use super::{empty, read_small_body, require_integrity, with_status, xml_response};
+use super::{checked_body, empty, with_status, xml_response};
 use crate::body::ResponseBody;
 use crate::error::S3Error;
 use crate::lifecycle::Lifecycle;
@@ -54,8 +54,7 @@ where
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: std::fmt::Display,
 {
-    require_integrity(ctx)?;
-    let body = read_small_body(gw, ctx).await?;
+    let body = checked_body(gw, ctx).await?;
     let mut lc = Lifecycle::parse(&body)?;
     lc.fill_missing_ids();
     if lc.has_transitions() {

@@ -17,11 +17,11 @@ use object::layer::worm::{
 };
 
 use super::object::version_param;
-use super::{empty, read_small_body, require_integrity, with_status, xml_response};
+use super::{checked_doc, empty, with_status, xml_response};
 use crate::body::ResponseBody;
 use crate::error::S3Error;
 use crate::service::{Ctx, Gateway};
-use crate::xml::{self, XmlWriter};
+use crate::xml::{Element, XmlWriter};
 
 /// S3's header asking to bypass governance retention.
 const BYPASS: &str = "x-amz-bypass-governance-retention";
@@ -89,19 +89,14 @@ where
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: std::fmt::Display,
 {
-    require_integrity(ctx)?;
-    let body = read_small_body(gw, ctx).await?;
-    let cfg = parse_config(&body)?;
+    let doc = checked_doc(gw, ctx, &["ObjectLockConfiguration"]).await?;
+    let cfg = parse_config(&doc)?;
     gw.layer.set_bucket_object_lock(ctx.bucket(), cfg).await?;
     Ok(empty(StatusCode::OK))
 }
 
 /// An `ObjectLockConfiguration` document, validated as S3 validates it.
-fn parse_config(body: &[u8]) -> Result<ObjectLockConfig, S3Error> {
-    let doc = xml::parse(body)?;
-    if doc.name != "ObjectLockConfiguration" {
-        return Err(S3Error::new("MalformedXML"));
-    }
+fn parse_config(doc: &Element) -> Result<ObjectLockConfig, S3Error> {
     if doc.child_text("ObjectLockEnabled").map(str::trim) != Some("Enabled") {
         return Err(S3Error::new("MalformedXML"));
     }
@@ -222,12 +217,7 @@ where
     B::Error: std::fmt::Display,
 {
     let version = version_param(ctx)?;
-    require_integrity(ctx)?;
-    let body = read_small_body(gw, ctx).await?;
-    let doc = xml::parse(&body)?;
-    if doc.name != "Retention" {
-        return Err(S3Error::new("MalformedXML"));
-    }
+    let doc = checked_doc(gw, ctx, &["Retention"]).await?;
     let mode = doc
         .child_text("Mode")
         .map(str::trim)
@@ -260,12 +250,7 @@ where
     B::Error: std::fmt::Display,
 {
     let version = version_param(ctx)?;
-    require_integrity(ctx)?;
-    let body = read_small_body(gw, ctx).await?;
-    let doc = xml::parse(&body)?;
-    if doc.name != "LegalHold" && doc.name != "ObjectLockLegalHold" {
-        return Err(S3Error::new("MalformedXML"));
-    }
+    let doc = checked_doc(gw, ctx, &["LegalHold", "ObjectLockLegalHold"]).await?;
     let on = match doc.child_text("Status").map(str::trim) {
         Some("ON") => true,
         Some("OFF") => false,

@@ -145,7 +145,7 @@ where
 /// Calls whose body S3 requires Content-MD5 or an `x-amz-checksum-*` of
 /// (object lock, CORS and lifecycle configurations): the body reader
 /// verifies whichever is given.
-pub(crate) fn require_integrity<B>(ctx: &Ctx<B>) -> Result<(), S3Error> {
+fn require_integrity<B>(ctx: &Ctx<B>) -> Result<(), S3Error> {
     let h = &ctx.parts.headers;
     let has_checksum = h.contains_key("content-md5")
         || h.keys().any(|k| k.as_str().starts_with("x-amz-checksum-"))
@@ -159,6 +159,35 @@ pub(crate) fn require_integrity<B>(ctx: &Ctx<B>) -> Result<(), S3Error> {
             "MissingContentMD5",
             "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
         ))
+    }
+}
+
+/// The body of a call that must carry Content-MD5 or a checksum
+/// ([`require_integrity`]), read and verified.
+pub(crate) async fn checked_body<B>(gw: &Gateway, ctx: &mut Ctx<B>) -> Result<Vec<u8>, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    require_integrity(ctx)?;
+    read_small_body(gw, ctx).await
+}
+
+/// [`checked_body`] parsed as XML whose root is one of `roots`.
+pub(crate) async fn checked_doc<B>(
+    gw: &Gateway,
+    ctx: &mut Ctx<B>,
+    roots: &[&str],
+) -> Result<Element, S3Error>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    let doc = xml::parse(&checked_body(gw, ctx).await?)?;
+    if roots.contains(&doc.name.as_str()) {
+        Ok(doc)
+    } else {
+        Err(S3Error::new("MalformedXML"))
     }
 }
 
