@@ -262,6 +262,10 @@ class AdminApi(ServerTestCase):
         ("POST", "/minio/admin/v3/update-service-account", "accessKey=x"),
         ("GET", "/minio/admin/v3/info-service-account", "accessKey=x"),
         ("DELETE", "/minio/admin/v3/delete-service-account", "accessKey=x"),
+        ("PUT", "/minio/admin/v3/set-bucket-quota", ""),
+        ("PUT", "/minio/admin/v3/set-bucket-quota", "bucket=no-such-bucket-q"),
+        ("GET", "/minio/admin/v3/get-bucket-quota", "bucket=no-such-bucket-q"),
+        ("GET", "/minio/admin/v3/get-bucket-quota", "bucket=..bad"),
     ]
 
     def test_iam_calls_refuse_bad_input_with_4xx(self):

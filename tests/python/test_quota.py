@@ -11,7 +11,7 @@ import unittest
 
 from botocore.exceptions import ClientError
 
-from s3util import client, error_of
+from s3util import client, error_of, raw_request
 from tessera_server import unique_bucket
 from test_mc import McCase
 
@@ -50,6 +50,13 @@ class Quota(McCase):
         self.s3.put_object(Bucket=self.bucket, Key="big", Body=b"b" * (4 * MIB))
         missing = self.run_mc("quota", "set", "t/no-such-bucket-q", "--size", "1MiB")
         self.assertNotEqual(missing.returncode, 0)
+        # Documents MinIO refuses are refused: not JSON, a negative size, a
+        # quota type MinIO removed.
+        for doc in (b"{not json", b'{"size":-1,"quotatype":"hard"}', b'{"size":10,"quotatype":"fifo"}'):
+            r = raw_request(self.endpoint, "PUT", "/minio/admin/v3/set-bucket-quota", f"bucket={self.bucket}", body=doc)
+            self.assertEqual(r.status, 400, (doc, r.body))
+        info = self.run_mc("quota", "info", f"t/{self.bucket}", "--json")
+        self.assertNotEqual(info.returncode, 0, info.stdout)
 
     def test_puts_stop_at_the_quota_and_deletes_free_space(self):
         self.set_quota(1 * MIB)
