@@ -165,6 +165,14 @@ class Lifecycle(ServerTestCase):
         want = f'expiry-date="{due}", rule-id="week"'
         for r in (put, head, get):
             self.assertEqual(r["Expiration"], want)
+        # A copy and a completed multipart upload are told too.
+        copy = self.s3.copy_object(Bucket=self.bucket, Key="logs/b", CopySource={"Bucket": self.bucket, "Key": "logs/a"})
+        self.assertIn('rule-id="week"', copy["Expiration"])
+        up = self.s3.create_multipart_upload(Bucket=self.bucket, Key="logs/mp")["UploadId"]
+        e = self.s3.upload_part(Bucket=self.bucket, Key="logs/mp", UploadId=up, PartNumber=1, Body=b"p")["ETag"]
+        done = self.s3.complete_multipart_upload(Bucket=self.bucket, Key="logs/mp", UploadId=up,
+                                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+        self.assertIn('rule-id="week"', done["Expiration"])
         self.s3.put_object(Bucket=self.bucket, Key="other", Body=b"o")
         self.assertNotIn("Expiration", self.s3.head_object(Bucket=self.bucket, Key="other"))
 

@@ -438,6 +438,7 @@ where
         set(r.headers_mut(), "x-amz-version-id", &v.to_string());
     }
     completed_encryption_headers(r.headers_mut(), &info);
+    super::lifecycle::expiration_header(gw, &info, r.headers_mut()).await;
     Ok(r)
 }
 

@@ -999,6 +999,7 @@ where
     if let Some(v) = info.version_id {
         set(h, "x-amz-copy-source-version-id", &v.to_string());
     }
+    super::lifecycle::expiration_header(gw, &dst, r.headers_mut()).await;
     Ok(r)
 }
 
