@@ -293,6 +293,28 @@ class VersionLock(LockCase):
         self.assertEqual(self.root.head_object(Bucket=b, Key="mp", VersionId=done["VersionId"])["ObjectLockMode"], "COMPLIANCE")
         self.refused("AccessDenied", 403, self.root.delete_object, Bucket=b, Key="mp", VersionId=done["VersionId"])
 
+    def test_mc_lock_legalhold_and_ilm(self):
+        """What MinIO users type: mc mb --with-lock, mc retention, mc
+        legalhold, mc rm of a protected version, mc ilm rule."""
+        b = unique_bucket("mclock")
+        self.mc("mb", "--with-lock", f"t/{b}")
+        self.mc("retention", "set", "--default", "COMPLIANCE", "2d", f"t/{b}")
+        self.assertIn(b"COMPLIANCE", self.mc("retention", "info", "--default", f"t/{b}"))
+        v = self.root.put_object(Bucket=b, Key="obj", Body=b"mc")["VersionId"]
+        self.assertIn(b"COMPLIANCE", self.mc("retention", "info", f"t/{b}/obj"))
+        self.mc("legalhold", "set", f"t/{b}/obj")
+        self.assertEqual(self.root.get_object_legal_hold(Bucket=b, Key="obj", VersionId=v)["LegalHold"]["Status"], "ON")
+        done = self.run_mc("rm", "--version-id", v, f"t/{b}/obj")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(b"protected by object lock", done.stdout + done.stderr)
+        self.assertEqual(self.root.get_object(Bucket=b, Key="obj", VersionId=v)["Body"].read(), b"mc")
+        self.mc("ilm", "rule", "add", "--expire-days", "3", "--prefix", "logs/", f"t/{b}")
+        rules = self.root.get_bucket_lifecycle_configuration(Bucket=b)["Rules"]
+        self.assertEqual([(r["Filter"].get("Prefix"), r["Expiration"]) for r in rules], [("logs/", {"Days": 3})])
+        self.mc("ilm", "rule", "rm", "--all", "--force", f"t/{b}")
+        with self.assertRaises(ClientError):
+            self.root.get_bucket_lifecycle_configuration(Bucket=b)
+
     def test_browser_upload_fields(self):
         b = self.locked_bucket()
         until = utc(3600).strftime("%Y-%m-%dT%H:%M:%S.000Z")
