@@ -278,8 +278,30 @@ pub(super) async fn delete_encryption<B>(
     gw: &Gateway,
     ctx: &mut Ctx<B>,
 ) -> Result<Response<ResponseBody>, S3Error> {
+    store_config(
+        gw,
+        ctx.bucket(),
+        object::layer::BucketConfig::Encryption,
+        None,
+    )
+    .await
+}
+
+/// Stores a bucket's configuration document (200), or with `None` removes
+/// it (204), as S3 answers the Put and Delete calls.
+pub(super) async fn store_config(
+    gw: &Gateway,
+    bucket: &str,
+    kind: object::layer::BucketConfig,
+    doc: Option<String>,
+) -> Result<Response<ResponseBody>, S3Error> {
+    let status = if doc.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::NO_CONTENT
+    };
     gw.layer
-        .set_bucket_config(ctx.bucket(), object::layer::BucketConfig::Encryption, None)
+        .set_bucket_config(bucket, kind, doc.map(String::into_bytes))
         .await?;
-    Ok(empty(StatusCode::NO_CONTENT))
+    Ok(empty(status))
 }

@@ -8,6 +8,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
 use object::layer::BucketConfig;
 
+use super::bucket::store_config;
 use super::{checked_body, empty, with_status, xml_response};
 use crate::body::ResponseBody;
 use crate::cors::{self, CorsConfig, Resource};
@@ -43,14 +44,7 @@ where
 {
     let body = checked_body(gw, ctx).await?;
     let config = CorsConfig::parse(&body)?;
-    gw.layer
-        .set_bucket_config(
-            ctx.bucket(),
-            BucketConfig::Cors,
-            Some(config.to_xml().into_bytes()),
-        )
-        .await?;
-    Ok(empty(StatusCode::OK))
+    store_config(gw, ctx.bucket(), BucketConfig::Cors, Some(config.to_xml())).await
 }
 
 /// `DELETE /b?cors`.
@@ -58,10 +52,7 @@ pub(super) async fn delete<B>(
     gw: &Gateway,
     ctx: &mut Ctx<B>,
 ) -> Result<Response<ResponseBody>, S3Error> {
-    gw.layer
-        .set_bucket_config(ctx.bucket(), BucketConfig::Cors, None)
-        .await?;
-    Ok(empty(StatusCode::NO_CONTENT))
+    store_config(gw, ctx.bucket(), BucketConfig::Cors, None).await
 }
 
 /// The bucket's rules; a stored document that no longer parses (written

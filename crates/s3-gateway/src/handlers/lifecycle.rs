@@ -11,7 +11,8 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
 use object::layer::{BucketConfig, ObjectInfo};
 
-use super::{checked_body, empty, with_status, xml_response};
+use super::bucket::store_config;
+use super::{checked_body, with_status, xml_response};
 use crate::body::ResponseBody;
 use crate::error::S3Error;
 use crate::lifecycle::Lifecycle;
@@ -63,14 +64,7 @@ where
             "lifecycle configuration with transitions stored; transitions are not executed (no tiers)"
         );
     }
-    gw.layer
-        .set_bucket_config(
-            ctx.bucket(),
-            BucketConfig::Lifecycle,
-            Some(lc.to_xml().into_bytes()),
-        )
-        .await?;
-    Ok(empty(StatusCode::OK))
+    store_config(gw, ctx.bucket(), BucketConfig::Lifecycle, Some(lc.to_xml())).await
 }
 
 /// `DELETE /b?lifecycle`.
@@ -78,10 +72,7 @@ pub(super) async fn delete<B>(
     gw: &Gateway,
     ctx: &mut Ctx<B>,
 ) -> Result<Response<ResponseBody>, S3Error> {
-    gw.layer
-        .set_bucket_config(ctx.bucket(), BucketConfig::Lifecycle, None)
-        .await?;
-    Ok(empty(StatusCode::NO_CONTENT))
+    store_config(gw, ctx.bucket(), BucketConfig::Lifecycle, None).await
 }
 
 /// Buckets whose parsed rules are kept.
