@@ -23,6 +23,7 @@
 //! order. See [`layer`] for an example, and `examples/embed.rs`.
 
 pub mod bucketmeta;
+mod civil;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod layer;

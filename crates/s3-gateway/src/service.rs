@@ -180,7 +180,9 @@ pub struct Gateway {
     pub(crate) bucket_policies: crate::authz::BucketPolicies,
     /// Buckets' lifecycle rules as parsed, with the document they came
     /// from (for `x-amz-expiration`).
-    pub(crate) lifecycles: std::sync::Mutex<crate::lifecycle::ParsedRules>,
+    pub(crate) lifecycles: crate::handlers::ParsedConfigs<crate::lifecycle::Lifecycle>,
+    /// Buckets' CORS rules as parsed.
+    pub(crate) cors_rules: crate::handlers::ParsedConfigs<crate::cors::CorsConfig>,
     observer: Option<Arc<dyn RequestObserver>>,
     admission: Admission,
     /// The share of unauthenticated browser POST forms (and of web
@@ -300,7 +302,8 @@ impl Gateway {
             ),
             iam,
             bucket_policies: crate::authz::BucketPolicies::default(),
-            lifecycles: std::sync::Mutex::default(),
+            lifecycles: crate::handlers::ParsedConfigs::new(object::layer::BucketConfig::Lifecycle),
+            cors_rules: crate::handlers::ParsedConfigs::new(object::layer::BucketConfig::Cors),
             admission: Admission::new(config.limits.max_requests, config.limits.request_wait),
             post_admission: Admission::new(post_forms_bound(&config.limits), Duration::ZERO),
             admin_auth: crate::admin::AdminAuth::new(&config.region, &config.credentials),

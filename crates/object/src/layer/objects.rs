@@ -319,11 +319,13 @@ impl ObjectLayer {
         key: &str,
         version: Option<VersionSel>,
     ) -> Result<DeleteResult> {
-        self.delete_object_checked(bucket, key, version, false)
-            .await
+        self.delete_object_with(bucket, key, version, false).await
     }
 
-    pub(super) async fn delete_object_checked(
+    /// [`delete_object`](Self::delete_object), where `bypass_governance`
+    /// is a request to bypass governance retention by an identity the
+    /// caller found allowed to.
+    pub async fn delete_object_with(
         &self,
         bucket: &str,
         key: &str,
@@ -417,9 +419,9 @@ impl ObjectLayer {
                 // bucket's default), never the source's.
                 metadata: src
                     .metadata
-                    .clone()
-                    .into_iter()
+                    .iter()
                     .filter(|(k, _)| !worm::is_lock_key(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
                 parity: None,
                 trailing_metadata: None,

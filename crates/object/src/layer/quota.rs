@@ -161,16 +161,6 @@ impl ObjectLayer {
             .await
     }
 
-    /// The bytes the bucket holds (every version), as counted for its
-    /// quota: taken from the drives if never counted.
-    pub async fn bucket_usage(&self, bucket: &str) -> Result<u64> {
-        let usage = self.usage_of(bucket);
-        if usage.counted_at().is_none() {
-            self.recount(bucket, &usage).await?;
-        }
-        Ok(usage.stored.load(Ordering::SeqCst))
-    }
-
     /// Counts again the usage of every bucket with a quota (the scanner's
     /// pass), so removals are reflected.
     pub async fn recount_quota_usage(&self) -> Result<()> {

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::*;
+use crate::civil::{civil_from_days, days_from_civil, days_in_month, is_leap};
 
 /// Metadata key of a version's retention mode.
 pub const LOCK_MODE: &str = "x-amz-object-lock-mode";
@@ -174,8 +175,8 @@ fn element_text<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
 pub struct VersionLock {
     /// Its retention, if it has one.
     pub retention: Option<Retention>,
-    /// Whether a legal hold is on.
-    pub legal_hold: bool,
+    /// Its legal hold, if one was ever set (`Some(false)`: taken off).
+    pub legal_hold: Option<bool>,
 }
 
 impl VersionLock {
@@ -195,7 +196,7 @@ impl VersionLock {
                 .unwrap_or(UNIX_EPOCH + Duration::from_secs(253_402_300_799));
             Retention { mode, until }
         });
-        let legal_hold = get(LEGAL_HOLD).is_some_and(|v| v.eq_ignore_ascii_case("ON"));
+        let legal_hold = get(LEGAL_HOLD).map(|v| v.eq_ignore_ascii_case("ON"));
         VersionLock {
             retention,
             legal_hold,
@@ -210,7 +211,7 @@ impl VersionLock {
     /// Whether the version may be removed at `now`; `bypass` is a request
     /// to bypass governance retention by an identity allowed to.
     pub fn check_delete(&self, now: SystemTime, bypass: bool) -> Result<()> {
-        if self.legal_hold {
+        if self.legal_hold == Some(true) {
             return Err(Error::ObjectLocked("the version is under legal hold"));
         }
         match self.active_retention(now) {
@@ -325,43 +326,6 @@ pub fn parse_iso8601(s: &str) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::new(secs, nanos))
 }
 
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if is_leap(y) => 29,
-        _ => 28,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day count since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 /// `t` plus `years` calendar years, a 29 February becoming 1 March when the
 /// target year has none (as Go's `AddDate`, which MinIO uses, normalises).
 fn add_years(t: SystemTime, years: u32) -> SystemTime {
@@ -446,21 +410,6 @@ impl ObjectLayer {
         out.push((LOCK_MODE.to_owned(), r.mode.as_str().to_owned()));
         out.push((LOCK_UNTIL.to_owned(), format_iso8601(r.until)));
         Ok(Some(out))
-    }
-
-    /// Removes one version, or adds a delete marker, as
-    /// [`delete_object`](Self::delete_object) does, holding a locked version
-    /// to its lock: `bypass_governance` is a request to bypass governance
-    /// retention by an identity the caller found allowed to.
-    pub async fn delete_object_with(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: Option<VersionSel>,
-        bypass_governance: bool,
-    ) -> Result<DeleteResult> {
-        self.delete_object_checked(bucket, key, version, bypass_governance)
-            .await
     }
 
     /// Sets (or with `None` removes) a version's retention, under the
@@ -630,7 +579,7 @@ mod tests {
                 mode,
                 until: at(until),
             }),
-            legal_hold: hold,
+            legal_hold: Some(hold),
         }
     }
 
@@ -645,7 +594,7 @@ mod tests {
         assert!(g.check_delete(now, true).is_ok());
         let h = VersionLock {
             retention: None,
-            legal_hold: true,
+            legal_hold: Some(true),
         };
         assert!(h.check_delete(now, true).is_err());
         assert!(VersionLock::default().check_delete(now, false).is_ok());

@@ -317,15 +317,9 @@ impl Gateway {
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
     {
-        ctx.api = call.name();
-        ctx.query = crate::service::parse_query(ctx.parts.uri.query().unwrap_or(""))?;
-        ctx.slot = Some(self.admit().await?);
-        let verified = self.admin_authenticate(&ctx.parts, SystemTime::now())?;
-        let who = crate::authz::requester_of(self, &verified.access_key)?;
-        ctx.access_key = verified.access_key.clone();
-        ctx.payload = Some(verified.payload);
+        let who = self.begin_admin(ctx, call.name()).await?;
         let secret = match &who {
-            Requester::Owner => self.iam.root_secret(&verified.access_key),
+            Requester::Owner => self.iam.root_secret(&ctx.access_key),
             Requester::User(id) => {
                 let action = action_of(call, ctx);
                 let allowed = crate::authz::admin_allowed(id, action)
@@ -341,12 +335,10 @@ impl Gateway {
                 let st = self.iam.snapshot();
                 if id.service {
                     st.svcaccts
-                        .get(&verified.access_key)
+                        .get(&ctx.access_key)
                         .map(|s| s.secret_key.clone())
                 } else if id.temporary {
-                    st.temps
-                        .get(&verified.access_key)
-                        .map(|t| t.secret_key.clone())
+                    st.temps.get(&ctx.access_key).map(|t| t.secret_key.clone())
                 } else {
                     st.users.get(&id.name).map(|u| u.secret_key.clone())
                 }
@@ -600,11 +592,30 @@ pub(super) async fn madmin_encrypt(
 }
 
 impl Gateway {
+    /// Starts serving an admin call named `api`: its query read, a request
+    /// slot taken, the request authenticated ([`Self::admin_authenticate`]);
+    /// `ctx` gets its access key and payload. The caller authorises the
+    /// requester returned.
+    pub(super) async fn begin_admin<B>(
+        &self,
+        ctx: &mut Ctx<B>,
+        api: &'static str,
+    ) -> Result<Requester, S3Error> {
+        ctx.api = api;
+        ctx.query = crate::service::parse_query(ctx.parts.uri.query().unwrap_or(""))?;
+        ctx.slot = Some(self.admit().await?);
+        let verified = self.admin_authenticate(&ctx.parts, SystemTime::now())?;
+        let who = crate::authz::requester_of(self, &verified.access_key)?;
+        ctx.access_key = verified.access_key;
+        ctx.payload = Some(verified.payload);
+        Ok(who)
+    }
+
     /// Authenticates an admin request as MinIO does (SigV4 in the
     /// `Authorization` header, a scope with or without a region, no
     /// `aws-chunked` body) by the root user or any enabled user; the
     /// caller authorises.
-    pub(super) fn admin_authenticate(
+    fn admin_authenticate(
         &self,
         parts: &http::request::Parts,
         now: SystemTime,

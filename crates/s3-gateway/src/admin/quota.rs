@@ -4,8 +4,6 @@
 //! The root user, or a user allowed `admin:SetBucketQuota` /
 //! `admin:GetBucketQuota`, may call them.
 
-use std::time::SystemTime;
-
 use bytes::Bytes;
 use http::{Method, Response};
 use http_body::Body;
@@ -56,16 +54,11 @@ impl Gateway {
         B: Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
     {
-        ctx.api = match call {
+        let api = match call {
             QuotaCall::Set => "SetBucketQuotaConfig",
             QuotaCall::Get => "GetBucketQuotaConfig",
         };
-        ctx.query = crate::service::parse_query(ctx.parts.uri.query().unwrap_or(""))?;
-        ctx.slot = Some(self.admit().await?);
-        let verified = self.admin_authenticate(&ctx.parts, SystemTime::now())?;
-        let who = crate::authz::requester_of(self, &verified.access_key)?;
-        ctx.access_key = verified.access_key.clone();
-        ctx.payload = Some(verified.payload);
+        let who = self.begin_admin(ctx, api).await?;
         let action = match call {
             QuotaCall::Set => "admin:SetBucketQuota",
             QuotaCall::Get => "admin:GetBucketQuota",

@@ -79,7 +79,7 @@ pub(crate) use sigv2::verify as sigv2_verify;
 // The query and presigned parsers, for the fuzz entry points.
 pub(crate) use canonical::Query;
 pub(crate) use presign::PresignedParams;
-pub(crate) use time::{civil_from_days as time_civil_from_days, days_from_civil};
+pub(crate) use time::{civil_from_days as time_civil_from_days, days_from_civil, days_in_month};
 
 /// A time as SigV4 writes it, `YYYYMMDD'T'HHMMSS'Z'` (`x-amz-date`), for
 /// clients and tests that sign requests.

@@ -127,7 +127,8 @@ fn digits(b: &[u8]) -> Option<i64> {
     Some(value)
 }
 
-fn days_in_month(year: i64, month: i64) -> i64 {
+/// Days in `month` (1-12) of `year`.
+pub(crate) fn days_in_month(year: i64, month: i64) -> i64 {
     match month {
         4 | 6 | 9 | 11 => 30,
         2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,

@@ -3,6 +3,8 @@
 //! are [`crate::cors`]'s; the rules are kept in the bucket's
 //! `.metadata.bin` ([`BucketConfig::Cors`]).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
@@ -56,18 +58,9 @@ pub(super) async fn delete<B>(
 }
 
 /// The bucket's rules; a stored document that no longer parses (written
-/// by hand, or by a later version) counts as none, with a warning.
-async fn config_of(gw: &Gateway, bucket: &str) -> Result<Option<CorsConfig>, S3Error> {
-    let Some(doc) = gw.layer.bucket_config(bucket, BucketConfig::Cors).await? else {
-        return Ok(None);
-    };
-    match CorsConfig::parse(&doc) {
-        Ok(c) => Ok(Some(c)),
-        Err(e) => {
-            tracing::warn!(bucket, "stored CORS configuration unreadable: {e}");
-            Ok(None)
-        }
-    }
+/// by hand, or by a later version) counts as none.
+async fn config_of(gw: &Gateway, bucket: &str) -> Result<Option<Arc<CorsConfig>>, S3Error> {
+    gw.cors_rules.get(gw, bucket, CorsConfig::parse).await
 }
 
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -108,7 +101,7 @@ pub(crate) async fn preflight<B>(
         Resource::Bucket
     };
     let headers = cors::answer_preflight(
-        config.as_ref(),
+        config.as_deref(),
         origin,
         method,
         header(h, "access-control-request-headers"),

@@ -4,8 +4,6 @@
 //! rule will expire. The rules are [`crate::lifecycle`]'s; the background
 //! pass that carries them out is [`crate::lifecycle::spawn`].
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
@@ -75,39 +73,13 @@ pub(super) async fn delete<B>(
     store_config(gw, ctx.bucket(), BucketConfig::Lifecycle, None).await
 }
 
-/// Buckets whose parsed rules are kept.
-const MAX_CACHED: usize = 10_000;
-
-/// The bucket's rules, parsed once per stored document.
-async fn rules_of(gw: &Gateway, bucket: &str) -> Option<Arc<Lifecycle>> {
-    let doc = gw
-        .layer
-        .bucket_config(bucket, BucketConfig::Lifecycle)
-        .await
-        .ok()??;
-    let mut cache = gw.lifecycles.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((stored, lc)) = cache.get(bucket)
-        && *stored == doc
-    {
-        return Some(Arc::clone(lc));
-    }
-    let lc = Arc::new(Lifecycle::parse(&doc).ok()?);
-    // One entry per bucket with rules; entries of deleted buckets go when
-    // the table is full.
-    if cache.len() >= MAX_CACHED {
-        cache.clear();
-    }
-    cache.insert(bucket.to_owned(), (doc, Arc::clone(&lc)));
-    Some(lc)
-}
-
 /// Adds `x-amz-expiration` to the answer about `info` (PUT, GET, HEAD)
 /// when a rule of its bucket will expire it.
 pub(super) async fn expiration_header(gw: &Gateway, info: &ObjectInfo, h: &mut HeaderMap) {
     if info.delete_marker {
         return;
     }
-    let Some(lc) = rules_of(gw, &info.bucket).await else {
+    let Ok(Some(lc)) = gw.lifecycles.get(gw, &info.bucket, Lifecycle::parse).await else {
         return;
     };
     let tags = info

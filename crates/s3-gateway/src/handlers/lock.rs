@@ -30,6 +30,17 @@ fn invalid(msg: &str) -> S3Error {
     S3Error::with_message("InvalidRequest", msg)
 }
 
+/// A version without the retention or legal hold asked for.
+fn no_lock_of_version() -> S3Error {
+    with_status(
+        S3Error::with_message(
+            "NoSuchObjectLockConfiguration",
+            "The specified object does not have a ObjectLock configuration",
+        ),
+        StatusCode::NOT_FOUND,
+    )
+}
+
 fn not_enabled() -> S3Error {
     invalid("Bucket is missing ObjectLockConfiguration")
 }
@@ -147,13 +158,7 @@ pub(super) async fn get_retention<B>(
 ) -> Result<Response<ResponseBody>, S3Error> {
     let info = head_locked(gw, ctx).await?;
     let Some(r) = VersionLock::of(&info.metadata).retention else {
-        return Err(with_status(
-            S3Error::with_message(
-                "NoSuchObjectLockConfiguration",
-                "The specified object does not have a ObjectLock configuration",
-            ),
-            StatusCode::NOT_FOUND,
-        ));
+        return Err(no_lock_of_version());
     };
     let mut w = XmlWriter::new();
     w.root("Retention")
@@ -169,20 +174,9 @@ pub(super) async fn get_legal_hold<B>(
     ctx: &mut Ctx<B>,
 ) -> Result<Response<ResponseBody>, S3Error> {
     let info = head_locked(gw, ctx).await?;
-    let set = info
-        .metadata
-        .iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case(LEGAL_HOLD));
-    if !set {
-        return Err(with_status(
-            S3Error::with_message(
-                "NoSuchObjectLockConfiguration",
-                "The specified object does not have a ObjectLock configuration",
-            ),
-            StatusCode::NOT_FOUND,
-        ));
-    }
-    let on = VersionLock::of(&info.metadata).legal_hold;
+    let Some(on) = VersionLock::of(&info.metadata).legal_hold else {
+        return Err(no_lock_of_version());
+    };
     let mut w = XmlWriter::new();
     w.root("LegalHold")
         .elem("Status", if on { "ON" } else { "OFF" })
@@ -366,11 +360,7 @@ pub(super) fn response_headers(h: &mut HeaderMap, info: &ObjectInfo) {
         put(LOCK_MODE, r.mode.as_str());
         put(LOCK_UNTIL, &worm::format_iso8601(r.until));
     }
-    if info
-        .metadata
-        .keys()
-        .any(|k| k.eq_ignore_ascii_case(LEGAL_HOLD))
-    {
-        put(LEGAL_HOLD, if lock.legal_hold { "ON" } else { "OFF" });
+    if let Some(on) = lock.legal_hold {
+        put(LEGAL_HOLD, if on { "ON" } else { "OFF" });
     }
 }

@@ -12,11 +12,13 @@ mod list;
 mod lock;
 mod multipart;
 mod object;
+mod parsed;
 mod policy;
 mod post;
 mod tagging;
 
 pub(crate) use object::copy_source;
+pub(crate) use parsed::ParsedConfigs;
 pub(crate) use post::{boundary as post_boundary, post_object};
 pub(crate) use tagging::{TAGGING_KEY, parse_query as parse_tags};
 

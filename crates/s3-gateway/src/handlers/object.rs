@@ -364,6 +364,21 @@ fn not_modified(info: &ObjectInfo) -> S3Error {
         .header("last-modified", http_date(info.mod_time_nanos))
 }
 
+/// A copy's options keeping the source's size, content type and
+/// metadata (the COPY directive), for a copy that changes some of them.
+fn kept_options(info: &ObjectInfo) -> PutOptions {
+    PutOptions {
+        size: Some(info.size),
+        content_type: Some(info.content_type.clone()),
+        metadata: info
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        ..PutOptions::default()
+    }
+}
+
 /// The headers describing an object on GET and HEAD.
 fn object_headers(h: &mut HeaderMap, info: &ObjectInfo) {
     set(h, "etag", &quoted(&info.etag));
@@ -862,23 +877,9 @@ where
         Some(put_options(&ctx.parts.headers, Some(info.size))?)
     } else if let Some(sc) = ctx.header("x-amz-storage-class") {
         // COPY keeps the metadata; a new storage class still applies.
-        let mut o = PutOptions {
-            size: Some(info.size),
-            content_type: Some(info.content_type.clone()),
-            metadata: info
-                .metadata
-                .iter()
-                .filter(|(k, _)| !k.eq_ignore_ascii_case("x-amz-storage-class"))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            parity: None,
-            trailing_metadata: None,
-            internal: Vec::new(),
-            actual_size: None,
-            actual_size_of: None,
-            caller_etag: false,
-            precondition: None,
-        };
+        let mut o = kept_options(&info);
+        o.metadata
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("x-amz-storage-class"));
         if sc != "STANDARD" {
             o.metadata
                 .push(("X-Amz-Storage-Class".to_owned(), sc.to_owned()));
@@ -895,16 +896,7 @@ where
     let opts = if lock.is_empty() && !source_locked {
         opts
     } else {
-        let mut o = opts.unwrap_or_else(|| PutOptions {
-            size: Some(info.size),
-            content_type: Some(info.content_type.clone()),
-            metadata: info
-                .metadata
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            ..PutOptions::default()
-        });
+        let mut o = opts.unwrap_or_else(|| kept_options(&info));
         o.metadata.retain(|(k, _)| !worm::is_lock_key(k));
         o.metadata.extend(lock);
         Some(o)

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::auth::{days_from_civil, time_civil_from_days};
+use crate::auth::{days_from_civil, days_in_month, time_civil_from_days};
 
 /// Seconds in a day: S3 counts lifecycle days in whole UTC days.
 pub(super) const DAY: i64 = 86_400;
@@ -123,15 +123,6 @@ fn digits(b: &[u8]) -> Option<i64> {
     b.iter().try_fold(0i64, |acc, &c| {
         c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
     })
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        4 | 6 | 9 | 11 => 30,
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        _ => 31,
-    }
 }
 
 /// `2012-12-23T00:00:00.000Z`: a midnight as S3's GET answers it (and as

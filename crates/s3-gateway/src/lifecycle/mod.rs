@@ -25,10 +25,6 @@ mod run;
 mod tests;
 
 pub(crate) use eval::{Action, VersionFacts};
-
-/// Buckets' rules as parsed, with the stored document each came from.
-pub(crate) type ParsedRules =
-    std::collections::HashMap<String, (Vec<u8>, std::sync::Arc<Lifecycle>)>;
 pub use run::{Clock, LifecycleHandle, LifecycleOptions, LifecycleStats, run_pass, spawn};
 
 /// S3's limit on the rules of one configuration ("up to 1,000 rules. This

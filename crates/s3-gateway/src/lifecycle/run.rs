@@ -180,7 +180,18 @@ pub async fn run_pass(
         };
         let now = opts.clock.now();
         if lc.may_act_under("") {
-            walk_bucket(layer, &bucket.name, &lc, now, &mut pacer, stats).await?;
+            BucketPass {
+                layer,
+                bucket: &bucket.name,
+                lc: &lc,
+                now,
+                needs_tags: lc.rules().iter().any(|r| r.enabled && r.filter.has_tags()),
+                current_rules: lc.has_current_rules() || lc.has_delete_marker_rules(),
+                noncurrent_rules: lc.has_noncurrent_rules(),
+                stats,
+            }
+            .walk(&mut pacer)
+            .await?;
         }
         if lc.has_abort_rules() {
             for up in layer.list_multipart_uploads(&bucket.name, "").await? {
@@ -206,136 +217,137 @@ pub async fn run_pass(
     Ok(())
 }
 
-/// Walks every version of `bucket`, a key's versions together (newest
-/// first, as listed).
-async fn walk_bucket(
-    layer: &ObjectLayer,
-    bucket: &str,
-    lc: &Lifecycle,
+/// The walk of one bucket's versions under its rules, at one instant.
+struct BucketPass<'a> {
+    layer: &'a ObjectLayer,
+    bucket: &'a str,
+    lc: &'a Lifecycle,
     now: SystemTime,
-    pacer: &mut Pacer,
-    stats: &LifecycleStats,
-) -> Result<(), LayerError> {
-    let needs_tags = lc.rules().iter().any(|r| r.enabled && r.filter.has_tags());
-    let mut opts = ListOptions {
-        max_keys: PAGE,
-        ..ListOptions::default()
-    };
-    let mut version_marker: Option<String> = None;
-    let mut group: Vec<ListedObject> = Vec::new();
-    loop {
-        let page = layer
-            .list_object_versions(bucket, &opts, version_marker.as_deref())
-            .await?;
-        for v in page.versions {
-            if group.first().is_some_and(|g| g.key != v.key) {
-                let done = std::mem::take(&mut group);
-                act_on_key(layer, bucket, lc, now, &done, needs_tags, pacer, stats).await;
-            }
-            group.push(v);
-        }
-        if !page.is_truncated || page.next_key_marker.is_none() {
-            break;
-        }
-        opts.marker = page.next_key_marker;
-        version_marker = page.next_version_marker;
-    }
-    if !group.is_empty() {
-        act_on_key(layer, bucket, lc, now, &group, needs_tags, pacer, stats).await;
-    }
-    Ok(())
+    /// A rule filters by tags: versions' tags are read.
+    needs_tags: bool,
+    /// A rule acts on current versions (or lone delete markers); what no
+    /// rule can touch is not looked at (nor its tags read).
+    current_rules: bool,
+    /// A rule acts on noncurrent versions.
+    noncurrent_rules: bool,
+    stats: &'a LifecycleStats,
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn act_on_key(
-    layer: &ObjectLayer,
-    bucket: &str,
-    lc: &Lifecycle,
-    now: SystemTime,
-    versions: &[ListedObject],
-    needs_tags: bool,
-    pacer: &mut Pacer,
-    stats: &LifecycleStats,
-) {
-    let mod_time = |v: &ListedObject| {
-        SystemTime::UNIX_EPOCH + Duration::from_nanos(u64::try_from(v.mod_time_nanos).unwrap_or(0))
-    };
-    // What no rule can touch is not looked at (nor its tags read).
-    let current_rules = lc.has_current_rules() || lc.has_delete_marker_rules();
-    let noncurrent_rules = lc.has_noncurrent_rules();
-    let mut kept_noncurrent = 0usize;
-    for (i, v) in versions.iter().enumerate() {
-        stats.versions_seen.fetch_add(1, Ordering::Relaxed);
-        if i == 0 && v.is_latest && !current_rules {
-            continue;
-        }
-        if i > 0 && !noncurrent_rules {
-            break;
-        }
-        let sel = v.version_id.map_or(VersionSel::Null, VersionSel::Id);
-        let tags = if needs_tags && !v.delete_marker {
-            match layer.head_object(bucket, &v.key, Some(sel)).await {
-                Ok(info) => info
-                    .metadata
-                    .iter()
-                    .find(|(k, _)| k.eq_ignore_ascii_case("x-amz-tagging"))
-                    .and_then(|(_, q)| crate::handlers::parse_tags(q).ok())
-                    .unwrap_or_default(),
-                Err(_) => Vec::new(),
-            }
-        } else {
-            Vec::new()
+impl BucketPass<'_> {
+    /// Walks every version of the bucket, a key's versions together (newest
+    /// first, as listed).
+    async fn walk(&self, pacer: &mut Pacer) -> Result<(), LayerError> {
+        let (layer, bucket) = (self.layer, self.bucket);
+        let mut opts = ListOptions {
+            max_keys: PAGE,
+            ..ListOptions::default()
         };
-        let is_latest = i == 0 && v.is_latest;
-        let facts = VersionFacts {
-            key: &v.key,
-            size: v.size,
-            mod_time: mod_time(v),
-            is_latest,
-            is_delete_marker: v.delete_marker,
-            successor_mod_time: (i > 0).then(|| mod_time(&versions[i - 1])),
-            newer_noncurrent: kept_noncurrent,
-            num_versions: versions.len(),
-            tags: &tags,
-        };
-        let (action, _rule) = lc.eval(&facts, now);
-        let outcome = match action {
-            Action::None => {
-                if !is_latest {
-                    kept_noncurrent += 1;
+        let mut version_marker: Option<String> = None;
+        let mut group: Vec<ListedObject> = Vec::new();
+        loop {
+            let page = layer
+                .list_object_versions(bucket, &opts, version_marker.as_deref())
+                .await?;
+            for v in page.versions {
+                if group.first().is_some_and(|g| g.key != v.key) {
+                    let done = std::mem::take(&mut group);
+                    self.act_on_key(&done, pacer).await;
                 }
+                group.push(v);
+            }
+            if !page.is_truncated || page.next_key_marker.is_none() {
+                break;
+            }
+            opts.marker = page.next_key_marker;
+            version_marker = page.next_version_marker;
+        }
+        if !group.is_empty() {
+            self.act_on_key(&group, pacer).await;
+        }
+        Ok(())
+    }
+
+    /// Carries out the rules' verdicts on one key's versions.
+    async fn act_on_key(&self, versions: &[ListedObject], pacer: &mut Pacer) {
+        let (layer, bucket, stats) = (self.layer, self.bucket, self.stats);
+        let mod_time = |v: &ListedObject| {
+            SystemTime::UNIX_EPOCH
+                + Duration::from_nanos(u64::try_from(v.mod_time_nanos).unwrap_or(0))
+        };
+        let mut kept_noncurrent = 0usize;
+        for (i, v) in versions.iter().enumerate() {
+            stats.versions_seen.fetch_add(1, Ordering::Relaxed);
+            if i == 0 && v.is_latest && !self.current_rules {
                 continue;
             }
-            Action::DeleteCurrent => {
-                pacer.tick().await;
-                let r = layer.delete_object(bucket, &v.key, None).await;
-                (r, &stats.expired_current)
+            if i > 0 && !self.noncurrent_rules {
+                break;
             }
-            Action::DeleteVersion => {
-                pacer.tick().await;
-                let r = layer.delete_object(bucket, &v.key, Some(sel)).await;
-                let counter = if v.delete_marker {
-                    &stats.delete_markers_removed
-                } else {
-                    &stats.expired_noncurrent
-                };
-                (r, counter)
-            }
-        };
-        match outcome {
-            (Ok(_), counter) => {
-                counter.fetch_add(1, Ordering::Relaxed);
-            }
-            (Err(LayerError::ObjectLocked(_)), _) => {
-                stats.locked.fetch_add(1, Ordering::Relaxed);
-                if !is_latest {
-                    kept_noncurrent += 1;
+            let sel = v.version_id.map_or(VersionSel::Null, VersionSel::Id);
+            let tags = if self.needs_tags && !v.delete_marker {
+                match layer.head_object(bucket, &v.key, Some(sel)).await {
+                    Ok(info) => info
+                        .metadata
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case("x-amz-tagging"))
+                        .and_then(|(_, q)| crate::handlers::parse_tags(q).ok())
+                        .unwrap_or_default(),
+                    Err(_) => Vec::new(),
                 }
-            }
-            (Err(e), _) if e.is_not_found() => {}
-            (Err(e), _) => {
-                tracing::warn!(bucket, key = %v.key, "lifecycle expiry: {e}");
-                stats.errors.fetch_add(1, Ordering::Relaxed);
+            } else {
+                Vec::new()
+            };
+            let is_latest = i == 0 && v.is_latest;
+            let facts = VersionFacts {
+                key: &v.key,
+                size: v.size,
+                mod_time: mod_time(v),
+                is_latest,
+                is_delete_marker: v.delete_marker,
+                successor_mod_time: (i > 0).then(|| mod_time(&versions[i - 1])),
+                newer_noncurrent: kept_noncurrent,
+                num_versions: versions.len(),
+                tags: &tags,
+            };
+            let (action, _rule) = self.lc.eval(&facts, self.now);
+            let outcome = match action {
+                Action::None => {
+                    if !is_latest {
+                        kept_noncurrent += 1;
+                    }
+                    continue;
+                }
+                Action::DeleteCurrent => {
+                    pacer.tick().await;
+                    let r = layer.delete_object(bucket, &v.key, None).await;
+                    (r, &stats.expired_current)
+                }
+                Action::DeleteVersion => {
+                    pacer.tick().await;
+                    let r = layer.delete_object(bucket, &v.key, Some(sel)).await;
+                    let counter = if v.delete_marker {
+                        &stats.delete_markers_removed
+                    } else {
+                        &stats.expired_noncurrent
+                    };
+                    (r, counter)
+                }
+            };
+            match outcome {
+                (Ok(_), counter) => {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+                (Err(LayerError::ObjectLocked(_)), _) => {
+                    stats.locked.fetch_add(1, Ordering::Relaxed);
+                    if !is_latest {
+                        kept_noncurrent += 1;
+                    }
+                }
+                (Err(e), _) if e.is_not_found() => {}
+                (Err(e), _) => {
+                    tracing::warn!(bucket, key = %v.key, "lifecycle expiry: {e}");
+                    stats.errors.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
     }
