@@ -10,8 +10,9 @@
 //! Groups:
 //! - `encode/minio`, `reconstruct/minio`: MinIO's layout, one 1 MiB block
 //!   split into `k` data shards of `ceil(1 MiB / k)` bytes;
-//! - `encode/1MiB-shards`, `reconstruct/1MiB-shards`: 1 MiB per shard
-//!   (lighter: 10 samples each).
+//! - `encode/1MiB-shards`, `reconstruct/1MiB-shards`: 1 MiB per shard,
+//!   and `encode/4MiB-shards`, `reconstruct/4MiB-shards`: 4 MiB per shard,
+//!   where the shards outgrow the caches (lighter: 10 samples each).
 //!
 //! "reconstruct" rebuilds the data after losing `min(m, k)` data shards, the
 //! worst case for a read. Throughput is bytes of data (`k x shard size`).
@@ -44,6 +45,8 @@ enum Layout {
     Minio,
     /// 1 MiB per shard.
     MibShards,
+    /// 4 MiB per shard.
+    FourMibShards,
 }
 
 impl Layout {
@@ -51,6 +54,7 @@ impl Layout {
         match self {
             Self::Minio => "minio",
             Self::MibShards => "1MiB-shards",
+            Self::FourMibShards => "4MiB-shards",
         }
     }
 
@@ -58,6 +62,7 @@ impl Layout {
         match self {
             Self::Minio => MIB.div_ceil(k),
             Self::MibShards => MIB,
+            Self::FourMibShards => 4 * MIB,
         }
     }
 }
@@ -245,7 +250,7 @@ fn run(c: &mut Criterion, op: Op, layout: Layout) {
             g.warm_up_time(Duration::from_millis(500));
             g.measurement_time(Duration::from_secs(2));
         }
-        Layout::MibShards => {
+        Layout::MibShards | Layout::FourMibShards => {
             g.sample_size(10);
             g.warm_up_time(Duration::from_millis(300));
             g.measurement_time(Duration::from_secs(1));
@@ -264,7 +269,7 @@ fn run(c: &mut Criterion, op: Op, layout: Layout) {
 }
 
 fn erasure(c: &mut Criterion) {
-    for layout in [Layout::Minio, Layout::MibShards] {
+    for layout in [Layout::Minio, Layout::MibShards, Layout::FourMibShards] {
         for op in [Op::Encode, Op::Reconstruct] {
             run(c, op, layout);
         }

@@ -27,14 +27,15 @@ var rsShapes = []struct{ k, m int }{
 	{4, 2}, {8, 4}, {12, 4}, {8, 8}, {16, 4}, {16, 16},
 }
 
-// rsLayouts: MinIO's (one 1 MiB block split over k data shards) and 1 MiB
-// per shard.
+// rsLayouts: MinIO's (one 1 MiB block split over k data shards), 1 MiB
+// per shard and 4 MiB per shard.
 var rsLayouts = []struct {
 	name  string
 	shard func(k int) int
 }{
 	{"minio", func(k int) int { return (1<<20 + k - 1) / k }},
 	{"1MiB-shards", func(int) int { return 1 << 20 }},
+	{"4MiB-shards", func(int) int { return 4 << 20 }},
 }
 
 var rsOptions = []struct {

@@ -99,7 +99,7 @@ fn wide_shapes() {
 }
 
 #[test]
-fn large_shards_64k_and_1m() {
+fn large_and_streaming_shards() {
     let kernels = kernels_under_test();
     let mut rng = Rng::with_seed(0x1a79e);
     // 64 KiB and 1 MiB, aligned and not, and a parity count that needs several
@@ -109,6 +109,13 @@ fn large_shards_64k_and_1m() {
     check_encode(rng.u64(..), &kernels, 20, 12, 64 * 1024 + 17, true);
     check_encode(rng.u64(..), &kernels, 4, 2, 1 << 20, true);
     check_encode(rng.u64(..), &kernels, 6, 6, (1 << 20) + 1, false);
+    // Streaming shards (256 KiB and more): more than 8 inputs are taken in
+    // several passes, each adding to the outputs, in windows; uneven passes
+    // (9 = 5 + 4, 17 = 6 + 6 + 5) and groups, odd tails, a single output.
+    check_encode(rng.u64(..), &kernels, 9, 1, (256 << 10) + 1, true);
+    check_encode(rng.u64(..), &kernels, 12, 4, (256 << 10) + 5, true);
+    check_encode(rng.u64(..), &kernels, 17, 9, (256 << 10) + 33, false);
+    check_encode(rng.u64(..), &kernels, 16, 16, (256 << 10) + 96, true);
 }
 
 /// Shards carved from one buffer, shard `i` starting `i * stagger` bytes

@@ -11,7 +11,7 @@
 
 use core::arch::x86_64::*;
 
-use super::walk::{down_groups, groups, window};
+use super::walk::{Entry, Pass, Plan};
 use super::{Coeffs, checked_len};
 
 /// Vector width in bytes.
@@ -32,33 +32,45 @@ pub(super) fn apply(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
     if len == 0 {
         return;
     }
-    let win = window(c.cols(), c.rows(), GMAX, len, 2 * V);
-    // Bit n: group n walks down (see `super::walk::descending`).
-    let downs = down_groups(inputs, outputs, GMAX, DOWN_MAX_INPUTS, |_| 2 * V);
-    let mut start = 0;
-    while start < len {
-        let end = (start + win).min(len);
-        for (n, (o0, g)) in groups(c.rows(), GMAX).enumerate() {
-            let down = n < 64 && downs >> n & 1 == 1;
-            let outs = &mut outputs[o0..o0 + g];
-            // SAFETY: `checked_len` proved every input and output holds
-            // `len >= end` bytes; `outs` has `g` entries and
-            // `o0 + g <= rows`; the table was expanded in `NibbleX4` format for
-            // this matrix (`Kernel::apply` checked `c.kernel`).
-            unsafe {
-                match g {
-                    1 => group::<1>(c, o0, inputs, outs, start, end, down),
-                    2 => group::<2>(c, o0, inputs, outs, start, end, down),
-                    3 => group::<3>(c, o0, inputs, outs, start, end, down),
-                    4 => group::<4>(c, o0, inputs, outs, start, end, down),
-                    5 => group::<5>(c, o0, inputs, outs, start, end, down),
-                    6 => group::<6>(c, o0, inputs, outs, start, end, down),
-                    7 => group::<7>(c, o0, inputs, outs, start, end, down),
-                    _ => group::<8>(c, o0, inputs, outs, start, end, down),
-                }
+    let plan = Plan::new(inputs, outputs, len, GMAX, 2 * V, DOWN_MAX_INPUTS, |_| {
+        2 * V
+    });
+    plan.run(inputs, outputs, len, |p, ins, outs| {
+        // SAFETY: this function's caller guarantees AVX-512F/BW;
+        // `checked_len` proved every input and output holds `len` bytes and
+        // `Plan::run` passes sub-slices of them with `p.end <= len`; `outs` has
+        // `p.g <= GMAX` entries and `ins` `p.ni >= 1`, with
+        // `p.o0 + p.g <= rows` and `p.i0 + p.ni <= cols`; the table was
+        // expanded in `NibbleX4` format for this matrix (`Kernel::apply`
+        // checked `c.kernel`).
+        unsafe {
+            if p.first {
+                pass::<false>(c, p, ins, outs);
+            } else {
+                pass::<true>(c, p, ins, outs);
             }
         }
-        start = end;
+    });
+}
+
+/// [`group`] for the pass's group size.
+///
+/// # Safety
+/// As for [`group`], with `outs.len() == p.g <= GMAX`.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn pass<const ACC: bool>(c: &Coeffs, p: &Pass, ins: &[&[u8]], outs: &mut [&mut [u8]]) {
+    // SAFETY: the caller's contract, with `G == outs.len()`.
+    unsafe {
+        match p.g {
+            1 => group::<1, ACC>(c, p, ins, outs),
+            2 => group::<2, ACC>(c, p, ins, outs),
+            3 => group::<3, ACC>(c, p, ins, outs),
+            4 => group::<4, ACC>(c, p, ins, outs),
+            5 => group::<5, ACC>(c, p, ins, outs),
+            6 => group::<6, ACC>(c, p, ins, outs),
+            7 => group::<7, ACC>(c, p, ins, outs),
+            _ => group::<8, ACC>(c, p, ins, outs),
+        }
     }
 }
 
@@ -84,23 +96,24 @@ unsafe fn tables(t: *const u8) -> (__m512i, __m512i) {
     }
 }
 
-/// One group of `G` outputs over bytes `start..end` (any length), from the
-/// last column to the first if `down` (see [`super::walk::descending`]).
+/// Pass `p` of `G` outputs over the inputs `inputs` (columns `p.i0..`) and
+/// bytes `p.start..p.end` (any length), from the last column to the first
+/// if `p.down` (see [`super::walk::descending`]); with `ACC` the products
+/// are added to the outputs instead of overwriting them.
 ///
 /// # Safety
-/// - every slice of `inputs` and `outs` is at least `end` bytes long;
-/// - `inputs.len() == c.cols()`, `outs.len() == G`, `o0 + G <= c.rows()`;
+/// - every slice of `inputs` and `outs` is at least `p.end` bytes long;
+/// - `inputs.len() >= 1`, `p.i0 + inputs.len() <= c.cols()`,
+///   `outs.len() == G`, `p.o0 + G <= c.rows()`;
 /// - `c` holds `NibbleX4` tables (128 bytes per coefficient).
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn group<const G: usize>(
+unsafe fn group<const G: usize, const ACC: bool>(
     c: &Coeffs,
-    o0: usize,
+    p: &Pass,
     inputs: &[&[u8]],
     outs: &mut [&mut [u8]],
-    start: usize,
-    end: usize,
-    down: bool,
 ) {
+    let (start, end, down, at) = (p.start, p.end, p.down, p.entry());
     let mask = _mm512_set1_epi8(0x0f);
     let dst: [*mut u8; G] = core::array::from_fn(|g| outs[g].as_mut_ptr());
     let tab = c.table_ptr();
@@ -108,7 +121,7 @@ unsafe fn group<const G: usize>(
     let full = start + n * 2 * V;
     if down {
         // SAFETY: `full..end` lies inside `start..end`.
-        unsafe { tail::<G>(c, o0, inputs, &dst, full, end) };
+        unsafe { tail::<G, ACC>(c, at, inputs, &dst, full, end) };
     }
     // One loop for both directions, so the step is inlined once.
     let (mut off, stride) = if down {
@@ -121,6 +134,15 @@ unsafe fn group<const G: usize>(
         // `off + 128 <= full <= end`.
         let mut acc0 = [_mm512_setzero_si512(); G];
         let mut acc1 = [_mm512_setzero_si512(); G];
+        if ACC {
+            for g in 0..G {
+                // SAFETY: `off + 128 <= full <= outs[g].len()`.
+                unsafe {
+                    acc0[g] = _mm512_loadu_si512(dst[g].add(off).cast_const().cast());
+                    acc1[g] = _mm512_loadu_si512(dst[g].add(off + V).cast_const().cast());
+                }
+            }
+        }
         for (i, input) in inputs.iter().enumerate() {
             let src = input.as_ptr();
             // SAFETY: `off + 128 <= full <= input.len()`.
@@ -134,9 +156,9 @@ unsafe fn group<const G: usize>(
             let hi0 = _mm512_and_si512(_mm512_srli_epi64::<4>(x0), mask);
             let lo1 = _mm512_and_si512(x1, mask);
             let hi1 = _mm512_and_si512(_mm512_srli_epi64::<4>(x1), mask);
-            let first = c.entry_offset(o0, i, 128);
+            let first = c.entry_offset(at.o0, at.i0 + i, 128);
             for g in 0..G {
-                // SAFETY: entry `(o0 + g, i)` lies inside the
+                // SAFETY: entry `(o0 + g, i0 + i)` lies inside the
                 // `rows * cols * 128`-byte table.
                 let (tl, th) = unsafe { tables(tab.add(first + 128 * g)) };
                 acc0[g] = _mm512_xor_si512(
@@ -161,7 +183,7 @@ unsafe fn group<const G: usize>(
     }
     if !down {
         // SAFETY: `full..end` lies inside `start..end`.
-        unsafe { tail::<G>(c, o0, inputs, &dst, full, end) };
+        unsafe { tail::<G, ACC>(c, at, inputs, &dst, full, end) };
     }
 }
 
@@ -173,9 +195,9 @@ unsafe fn group<const G: usize>(
 /// pointers.
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline(never)]
-unsafe fn tail<const G: usize>(
+unsafe fn tail<const G: usize, const ACC: bool>(
     c: &Coeffs,
-    o0: usize,
+    at: Entry,
     inputs: &[&[u8]],
     dst: &[*mut u8; G],
     from: usize,
@@ -188,6 +210,13 @@ unsafe fn tail<const G: usize>(
         let n = (end - off).min(V);
         let k: __mmask64 = u64::MAX >> (V - n);
         let mut acc = [_mm512_setzero_si512(); G];
+        if ACC {
+            for (g, a) in acc.iter_mut().enumerate() {
+                // SAFETY: the mask selects bytes `off..off + n` of
+                // `outs[g]`, inside it.
+                *a = unsafe { _mm512_maskz_loadu_epi8(k, dst[g].add(off).cast_const().cast()) };
+            }
+        }
         for (i, input) in inputs.iter().enumerate() {
             // SAFETY: the mask selects bytes `off..off + n` with
             // `off + n <= end <= input.len()`; masked-off bytes are not
@@ -195,7 +224,7 @@ unsafe fn tail<const G: usize>(
             let x = unsafe { _mm512_maskz_loadu_epi8(k, input.as_ptr().add(off).cast()) };
             let lo = _mm512_and_si512(x, mask);
             let hi = _mm512_and_si512(_mm512_srli_epi64::<4>(x), mask);
-            let first = c.entry_offset(o0, i, 128);
+            let first = c.entry_offset(at.o0, at.i0 + i, 128);
             for (g, a) in acc.iter_mut().enumerate() {
                 // SAFETY: as in the main loop.
                 let (tl, th) = unsafe { tables(tab.add(first + 128 * g)) };

@@ -10,8 +10,8 @@
 //!
 //! Two forms:
 //! - zmm (GFNI + AVX-512F/BW): groups of up to [`GMAX_ZMM`] outputs with
-//!   `U` accumulators each (4 for groups of 3-4 outputs, else 2: measured
-//!   best on Zen 5); inputs are taken in pairs so one `vpternlogq` adds two
+//!   `U` accumulators each (4 for groups of 1-4 outputs, else 2: measured
+//!   best on Zen 5, and for 1-2 outputs on Zen 4); inputs are taken in pairs so one `vpternlogq` adds two
 //!   products to an accumulator; the last partial vector is byte-masked.
 //! - ymm (GFNI + AVX2, VEX encoded, for CPUs with GFNI but no AVX-512):
 //!   groups of up to [`GMAX_YMM`] outputs with two accumulators each; bytes
@@ -23,7 +23,7 @@
 
 use core::arch::x86_64::*;
 
-use super::walk::{down_groups, groups, window};
+use super::walk::{Entry, Pass, Plan};
 use super::{Coeffs, checked_len, scalar};
 
 /// Largest output group of the zmm form.
@@ -55,65 +55,84 @@ pub(super) fn apply_zmm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
     if len == 0 {
         return;
     }
-    let win = window(c.cols(), c.rows(), GMAX_ZMM, len, 128);
-    // Bit n: group n walks down (see `super::walk::descending`). Groups of 3-4
-    // outputs take 4 vectors per step, the others 2 (see the match below).
-    let downs = down_groups(inputs, outputs, GMAX_ZMM, ZMM_DOWN_MAX_INPUTS, |g| {
-        if (3..=4).contains(&g) { 256 } else { 128 }
-    });
-    let mut start = 0;
-    while start < len {
-        let end = (start + win).min(len);
-        for (n, (o0, g)) in groups(c.rows(), GMAX_ZMM).enumerate() {
-            let down = n < 64 && downs >> n & 1 == 1;
-            let outs = &mut outputs[o0..o0 + g];
-            // SAFETY: `checked_len` proved every input and output holds
-            // `len >= end` bytes; `outs` has `g` entries and
-            // `o0 + g <= rows`; the table was expanded in affine format for
-            // this matrix (`Kernel::apply` checked `c.kernel`).
-            unsafe {
-                match g {
-                    1 => group_zmm::<1, 2>(c, o0, inputs, outs, start, end, down),
-                    2 => group_zmm::<2, 2>(c, o0, inputs, outs, start, end, down),
-                    3 => group_zmm::<3, 4>(c, o0, inputs, outs, start, end, down),
-                    4 => group_zmm::<4, 4>(c, o0, inputs, outs, start, end, down),
-                    5 => group_zmm::<5, 2>(c, o0, inputs, outs, start, end, down),
-                    6 => group_zmm::<6, 2>(c, o0, inputs, outs, start, end, down),
-                    7 => group_zmm::<7, 2>(c, o0, inputs, outs, start, end, down),
-                    _ => group_zmm::<8, 2>(c, o0, inputs, outs, start, end, down),
-                }
+    // Groups of 1-4 outputs take 4 vectors per step, the others 2 (see
+    // `pass_zmm`).
+    let plan = Plan::new(
+        inputs,
+        outputs,
+        len,
+        GMAX_ZMM,
+        256,
+        ZMM_DOWN_MAX_INPUTS,
+        |g| {
+            if g <= 4 { 256 } else { 128 }
+        },
+    );
+    plan.run(inputs, outputs, len, |p, ins, outs| {
+        // SAFETY: this function's caller guarantees GFNI and AVX-512F/BW;
+        // `checked_len` proved every input and output holds `len` bytes and
+        // `Plan::run` passes sub-slices of them with `p.end <= len`; `outs` has
+        // `p.g <= GMAX_ZMM` entries and `ins` `p.ni >= 1`, with
+        // `p.o0 + p.g <= rows` and `p.i0 + p.ni <= cols`; the table was
+        // expanded in affine format for this matrix (`Kernel::apply` checked
+        // `c.kernel`).
+        unsafe {
+            if p.first {
+                pass_zmm::<false>(c, p, ins, outs);
+            } else {
+                pass_zmm::<true>(c, p, ins, outs);
             }
         }
-        start = end;
+    });
+}
+
+/// [`group_zmm`] for the pass's group size.
+///
+/// # Safety
+/// As for [`group_zmm`], with `outs.len() == p.g <= GMAX_ZMM`.
+#[target_feature(enable = "gfni,avx512f,avx512bw")]
+unsafe fn pass_zmm<const ACC: bool>(c: &Coeffs, p: &Pass, ins: &[&[u8]], outs: &mut [&mut [u8]]) {
+    // SAFETY: the caller's contract, with `G == outs.len()`.
+    unsafe {
+        match p.g {
+            1 => group_zmm::<1, 4, ACC>(c, p, ins, outs),
+            2 => group_zmm::<2, 4, ACC>(c, p, ins, outs),
+            3 => group_zmm::<3, 4, ACC>(c, p, ins, outs),
+            4 => group_zmm::<4, 4, ACC>(c, p, ins, outs),
+            5 => group_zmm::<5, 2, ACC>(c, p, ins, outs),
+            6 => group_zmm::<6, 2, ACC>(c, p, ins, outs),
+            7 => group_zmm::<7, 2, ACC>(c, p, ins, outs),
+            _ => group_zmm::<8, 2, ACC>(c, p, ins, outs),
+        }
     }
 }
 
-/// One group of `G` outputs over bytes `start..end` (any length), zmm form,
-/// `U` vectors per output at a time, from the last column to the first if
-/// `down` (see [`super::walk::descending`]).
+/// Pass `p` of `G` outputs over the inputs `inputs` (columns `p.i0..`) and
+/// bytes `p.start..p.end` (any length), zmm form, `U` vectors per output at
+/// a time, from the last column to the first if `p.down` (see
+/// [`super::walk::descending`]); with `ACC` the products are added to the
+/// outputs instead of overwriting them.
 ///
 /// # Safety
-/// - every slice of `inputs` and `outs` is at least `end` bytes long;
-/// - `inputs.len() == c.cols() >= 1`, `outs.len() == G`,
-///   `o0 + G <= c.rows()`;
+/// - every slice of `inputs` and `outs` is at least `p.end` bytes long;
+/// - `inputs.len() >= 1`, `p.i0 + inputs.len() <= c.cols()`,
+///   `outs.len() == G`, `p.o0 + G <= c.rows()`;
 /// - `c` holds affine matrices (8 bytes per coefficient).
 #[target_feature(enable = "gfni,avx512f,avx512bw")]
-unsafe fn group_zmm<const G: usize, const U: usize>(
+unsafe fn group_zmm<const G: usize, const U: usize, const ACC: bool>(
     c: &Coeffs,
-    o0: usize,
+    p: &Pass,
     inputs: &[&[u8]],
     outs: &mut [&mut [u8]],
-    start: usize,
-    end: usize,
-    down: bool,
 ) {
     const V: usize = 64;
+    let (start, end, down, at) = (p.start, p.end, p.down, p.entry());
     let dst: [*mut u8; G] = core::array::from_fn(|g| outs[g].as_mut_ptr());
     let n = (end - start) / (U * V);
     let full = start + n * U * V;
     if down {
         // SAFETY: `full..end` lies inside `start..end`.
-        unsafe { tail_zmm::<G>(c, o0, inputs, &dst, full, end) };
+        unsafe { tail_zmm::<G, ACC>(c, at, inputs, &dst, full, end) };
     }
     // One loop for both directions, so the step is inlined once.
     let (mut off, stride) = if down {
@@ -124,12 +143,12 @@ unsafe fn group_zmm<const G: usize, const U: usize>(
     for _ in 0..n {
         // SAFETY: the `n` offsets are `start + t * U * 64` for `t < n`, so
         // `off + U * 64 <= full <= end`; the rest is the caller's contract.
-        unsafe { step_zmm::<G, U, false>(c, o0, inputs, &dst, off, U * V) };
+        unsafe { step_zmm::<G, U, false, ACC>(c, at, inputs, &dst, off, U * V) };
         off = off.wrapping_add(stride);
     }
     if !down {
         // SAFETY: as above.
-        unsafe { tail_zmm::<G>(c, o0, inputs, &dst, full, end) };
+        unsafe { tail_zmm::<G, ACC>(c, at, inputs, &dst, full, end) };
     }
 }
 
@@ -142,9 +161,9 @@ unsafe fn group_zmm<const G: usize, const U: usize>(
 /// pointers.
 #[target_feature(enable = "gfni,avx512f,avx512bw")]
 #[inline(never)]
-unsafe fn tail_zmm<const G: usize>(
+unsafe fn tail_zmm<const G: usize, const ACC: bool>(
     c: &Coeffs,
-    o0: usize,
+    at: Entry,
     inputs: &[&[u8]],
     dst: &[*mut u8; G],
     from: usize,
@@ -155,7 +174,7 @@ unsafe fn tail_zmm<const G: usize>(
     while off < end {
         let n = (end - off).min(V);
         // SAFETY: `off + n <= end`.
-        unsafe { step_zmm::<G, 1, true>(c, o0, inputs, dst, off, n) };
+        unsafe { step_zmm::<G, 1, true, ACC>(c, at, inputs, dst, off, n) };
         off += n;
     }
 }
@@ -163,16 +182,17 @@ unsafe fn tail_zmm<const G: usize>(
 /// Bytes `off..off + n` of the `G` outputs at `dst`, where `n <= U * 64`
 /// and only the last vector may be partial (`n > (U - 1) * 64`). With
 /// `MASKED` every access is byte-masked (needed for a partial vector);
-/// without, `n` must be `U * 64` and plain loads and stores are used.
+/// without, `n` must be `U * 64` and plain loads and stores are used. With
+/// `ACC` the products are added to the outputs instead of overwriting them.
 ///
 /// # Safety
 /// As for [`group_zmm`], with `off + n <= end`, and `dst` the outputs'
 /// pointers.
 #[target_feature(enable = "gfni,avx512f,avx512bw")]
 #[inline]
-unsafe fn step_zmm<const G: usize, const U: usize, const MASKED: bool>(
+unsafe fn step_zmm<const G: usize, const U: usize, const MASKED: bool, const ACC: bool>(
     c: &Coeffs,
-    o0: usize,
+    at: Entry,
     inputs: &[&[u8]],
     dst: &[*mut u8; G],
     off: usize,
@@ -201,13 +221,21 @@ unsafe fn step_zmm<const G: usize, const U: usize, const MASKED: bool>(
             }
         }
     };
-    // Matrix of entry `(o0 + g, i)`, broadcast to all eight qwords.
+    // Matrix of entry `(o0 + g, i0 + i)`, broadcast to all eight qwords.
     let m = |i: usize, g: usize| {
-        // SAFETY: `o0 + g < rows` and `i < cols`, so the 8 bytes lie inside
-        // the `rows * cols * 8`-byte table.
-        _mm512_set1_epi64(unsafe { matrix(tab.add(c.entry_offset(o0 + g, i, 8))) })
+        // SAFETY: `o0 + g < rows` and `i0 + i < cols`, so the 8 bytes lie
+        // inside the `rows * cols * 8`-byte table.
+        _mm512_set1_epi64(unsafe { matrix(tab.add(c.entry_offset(at.o0 + g, at.i0 + i, 8))) })
     };
     let mut acc = [[_mm512_setzero_si512(); U]; G];
+    if ACC {
+        for (g, acc_g) in acc.iter_mut().enumerate() {
+            for (u, a) in acc_g.iter_mut().enumerate() {
+                // The output's current bytes, read as `load` reads an input.
+                *a = load(dst[g].cast_const(), u);
+            }
+        }
+    }
     let mut pairs = inputs.chunks_exact(2);
     for (p, pair) in pairs.by_ref().enumerate() {
         let a: [__m512i; U] = core::array::from_fn(|u| load(pair[0].as_ptr(), u));
@@ -258,67 +286,76 @@ pub(super) fn apply_ymm(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]])
     };
     let vec_len = len - len % V;
     if vec_len > 0 {
-        let win = window(c.cols(), c.rows(), GMAX_YMM, vec_len, 2 * V);
-        // Bit n: group n walks down (see `super::walk::descending`).
-        let downs = down_groups(inputs, outputs, GMAX_YMM, usize::MAX, |_| 2 * V);
-        let mut start = 0;
-        while start < vec_len {
-            let end = (start + win).min(vec_len);
-            for (n, (o0, g)) in groups(c.rows(), GMAX_YMM).enumerate() {
-                let down = n < 64 && downs >> n & 1 == 1;
-                let outs = &mut outputs[o0..o0 + g];
-                // SAFETY: `checked_len` proved every input and output holds
-                // `len >= end` bytes; `start..end` is a multiple of 32
-                // bytes; `outs` has `g` entries and `o0 + g <= rows`; the
-                // table was expanded in affine format for this matrix.
-                unsafe {
-                    match g {
-                        1 => group_ymm::<1>(c, o0, inputs, outs, start, end, down),
-                        2 => group_ymm::<2>(c, o0, inputs, outs, start, end, down),
-                        3 => group_ymm::<3>(c, o0, inputs, outs, start, end, down),
-                        _ => group_ymm::<4>(c, o0, inputs, outs, start, end, down),
-                    }
+        let plan = Plan::new(
+            inputs,
+            outputs,
+            vec_len,
+            GMAX_YMM,
+            2 * V,
+            usize::MAX,
+            |_| 2 * V,
+        );
+        plan.run(inputs, outputs, vec_len, |p, ins, outs| {
+            // SAFETY: this function's caller guarantees GFNI and AVX2;
+            // `checked_len` proved every input and output holds
+            // `len >= vec_len` bytes and `Plan::run` passes sub-slices of
+            // them with `p.end <= vec_len`; its windows are multiples of 64
+            // bytes, so
+            // `p.start..p.end` is a multiple of 32 bytes; `outs` has
+            // `p.g <= GMAX_YMM` entries and `ins` `p.ni >= 1`, with
+            // `p.o0 + p.g <= rows` and `p.i0 + p.ni <= cols`; the table was
+            // expanded in affine format for this matrix.
+            unsafe {
+                match (p.g, p.first) {
+                    (1, true) => group_ymm::<1, false>(c, p, ins, outs),
+                    (2, true) => group_ymm::<2, false>(c, p, ins, outs),
+                    (3, true) => group_ymm::<3, false>(c, p, ins, outs),
+                    (_, true) => group_ymm::<4, false>(c, p, ins, outs),
+                    (1, false) => group_ymm::<1, true>(c, p, ins, outs),
+                    (2, false) => group_ymm::<2, true>(c, p, ins, outs),
+                    (3, false) => group_ymm::<3, true>(c, p, ins, outs),
+                    (_, false) => group_ymm::<4, true>(c, p, ins, outs),
                 }
             }
-            start = end;
-        }
+        });
     }
     if vec_len < len {
         scalar::apply_range(c, inputs, outputs, vec_len, len);
     }
 }
 
-/// One group of `G` outputs over bytes `start..end`, ymm form, from the
-/// last column to the first if `down` (see [`super::walk::descending`]).
+/// Pass `p` of `G` outputs over the inputs `inputs` (columns `p.i0..`) and
+/// bytes `p.start..p.end`, ymm form, from the last column to the first if
+/// `p.down` (see [`super::walk::descending`]); with `ACC` the products are
+/// added to the outputs instead of overwriting them.
 ///
 /// # Safety
-/// - every slice of `inputs` and `outs` is at least `end` bytes long and
-///   `end - start` is a multiple of 32;
-/// - `inputs.len() == c.cols()`, `outs.len() == G`, `o0 + G <= c.rows()`;
+/// - every slice of `inputs` and `outs` is at least `p.end` bytes long and
+///   `p.end - p.start` is a multiple of 32;
+/// - `inputs.len() >= 1`, `p.i0 + inputs.len() <= c.cols()`,
+///   `outs.len() == G`, `p.o0 + G <= c.rows()`;
 /// - `c` holds affine matrices (8 bytes per coefficient).
 #[target_feature(enable = "gfni,avx2")]
-unsafe fn group_ymm<const G: usize>(
+unsafe fn group_ymm<const G: usize, const ACC: bool>(
     c: &Coeffs,
-    o0: usize,
+    p: &Pass,
     inputs: &[&[u8]],
     outs: &mut [&mut [u8]],
-    start: usize,
-    end: usize,
-    down: bool,
 ) {
     const V: usize = 32;
+    let (start, end, down, at) = (p.start, p.end, p.down, p.entry());
     let dst: [*mut u8; G] = core::array::from_fn(|g| outs[g].as_mut_ptr());
     let tab = c.table_ptr();
     let m = |i: usize, g: usize| {
-        // SAFETY: `o0 + g < rows` and `i < cols`, so the 8 bytes lie inside
-        // the `rows * cols * 8`-byte table.
-        _mm256_set1_epi64x(unsafe { matrix(tab.add(c.entry_offset(o0 + g, i, 8))) })
+        // SAFETY: `o0 + g < rows` and `i0 + i < cols`, so the 8 bytes lie
+        // inside the `rows * cols * 8`-byte table.
+        _mm256_set1_epi64x(unsafe { matrix(tab.add(c.entry_offset(at.o0 + g, at.i0 + i, 8))) })
     };
     let n = (end - start) / (2 * V);
     let full = start + n * 2 * V;
     if down && full < end {
         // SAFETY: exactly one 32-byte vector, `full..end`, is left.
-        unsafe { last_ymm::<G>(c, o0, inputs, &dst, full) };
+        unsafe { last_ymm::<G, ACC>(c, at, inputs, &dst, full) };
     }
     // One loop for both directions, so the step is inlined once.
     let (mut off, stride) = if down {
@@ -331,6 +368,15 @@ unsafe fn group_ymm<const G: usize>(
         // `off + 64 <= full <= end`.
         let mut acc0 = [_mm256_setzero_si256(); G];
         let mut acc1 = [_mm256_setzero_si256(); G];
+        if ACC {
+            for g in 0..G {
+                // SAFETY: `off + 64 <= full <= outs[g].len()`.
+                unsafe {
+                    acc0[g] = _mm256_loadu_si256(dst[g].add(off).cast_const().cast());
+                    acc1[g] = _mm256_loadu_si256(dst[g].add(off + V).cast_const().cast());
+                }
+            }
+        }
         for (i, input) in inputs.iter().enumerate() {
             let src = input.as_ptr();
             // SAFETY: `off + 64 <= full <= input.len()`.
@@ -358,7 +404,7 @@ unsafe fn group_ymm<const G: usize>(
     }
     if !down && full < end {
         // SAFETY: exactly one 32-byte vector, `full..end`, is left.
-        unsafe { last_ymm::<G>(c, o0, inputs, &dst, full) };
+        unsafe { last_ymm::<G, ACC>(c, at, inputs, &dst, full) };
     }
 }
 
@@ -369,20 +415,26 @@ unsafe fn group_ymm<const G: usize>(
 /// pointers.
 #[target_feature(enable = "gfni,avx2")]
 #[inline(never)]
-unsafe fn last_ymm<const G: usize>(
+unsafe fn last_ymm<const G: usize, const ACC: bool>(
     c: &Coeffs,
-    o0: usize,
+    at: Entry,
     inputs: &[&[u8]],
     dst: &[*mut u8; G],
     off: usize,
 ) {
     let tab = c.table_ptr();
     let m = |i: usize, g: usize| {
-        // SAFETY: `o0 + g < rows` and `i < cols`, so the 8 bytes lie inside
-        // the `rows * cols * 8`-byte table.
-        _mm256_set1_epi64x(unsafe { matrix(tab.add(c.entry_offset(o0 + g, i, 8))) })
+        // SAFETY: `o0 + g < rows` and `i0 + i < cols`, so the 8 bytes lie
+        // inside the `rows * cols * 8`-byte table.
+        _mm256_set1_epi64x(unsafe { matrix(tab.add(c.entry_offset(at.o0 + g, at.i0 + i, 8))) })
     };
     let mut acc = [_mm256_setzero_si256(); G];
+    if ACC {
+        for (g, a) in acc.iter_mut().enumerate() {
+            // SAFETY: `off + 32 <= end <= outs[g].len()`.
+            *a = unsafe { _mm256_loadu_si256(dst[g].add(off).cast_const().cast()) };
+        }
+    }
     for (i, input) in inputs.iter().enumerate() {
         // SAFETY: `off + 32 <= end <= input.len()`.
         let x = unsafe { _mm256_loadu_si256(input.as_ptr().add(off).cast()) };

@@ -26,7 +26,7 @@ pub(super) fn apply(c: &Coeffs, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
     };
     let vec_len = len - len % V;
     if vec_len > 0 {
-        let win = window(c.cols(), c.rows(), GMAX, vec_len, 2 * V);
+        let win = window(c.cols(), c.rows(), GMAX, usize::MAX, vec_len, 2 * V);
         let mut start = 0;
         while start < vec_len {
             let end = (start + win).min(vec_len);

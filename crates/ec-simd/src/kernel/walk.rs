@@ -1,7 +1,163 @@
 //! How the vector kernels walk the shards: output rows split into balanced
-//! groups, column windows for cache blocking, and the walking direction
-//! that avoids 4K aliasing between an output's stores and the next inputs'
-//! loads. The order never changes the result, only the time.
+//! groups, inputs split into passes when the shards stream from memory,
+//! column windows for cache blocking, and the walking direction that avoids
+//! 4K aliasing between an output's stores and the next inputs' loads. The
+//! order never changes the result, only the time.
+
+#[cfg(target_arch = "x86_64")]
+use super::STREAM_LEN;
+/// Inputs read in one pass over a column window when streaming.
+///
+/// Each input and each output of a pass is one stream of cache lines from
+/// L3 or memory. On Zen 4 (gfni-avx512, 4 MiB shards) one pass over 8
+/// inputs into 4 outputs moves about 45 GB/s, over 12 or 16 inputs about
+/// 25 and 19 GB/s: beyond a dozen streams the prefetchers no longer keep
+/// up. Passes of at most 8 inputs into at most 4 outputs, the later passes
+/// over a column window adding to outputs the first left in L1/L2, encode
+/// 16+4 1.3x faster there (`examples/layout.rs`).
+#[cfg(target_arch = "x86_64")]
+pub(crate) const STREAM_INPUTS: usize = 8;
+/// Outputs of one group when streaming (see [`STREAM_INPUTS`]).
+#[cfg(target_arch = "x86_64")]
+pub(crate) const STREAM_OUTPUTS: usize = 4;
+
+/// How one kernel call walks the shards: output groups of at most `gmax`,
+/// input passes of at most `imax`, column windows of `win` bytes, and the
+/// groups that walk down.
+#[cfg(target_arch = "x86_64")]
+pub(crate) struct Plan {
+    gmax: usize,
+    imax: usize,
+    win: usize,
+    downs: u64,
+}
+
+/// One pass of a [`Plan`]: outputs `o0..o0 + g` over inputs `i0..i0 + ni`
+/// and bytes `start..end`; `first` if it is the first pass over these outputs
+/// and bytes (it overwrites them; later passes add to them).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pass {
+    pub(crate) o0: usize,
+    pub(crate) g: usize,
+    pub(crate) i0: usize,
+    pub(crate) ni: usize,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) down: bool,
+    pub(crate) first: bool,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Pass {
+    /// Where the pass's coefficients start.
+    pub(crate) fn entry(&self) -> Entry {
+        Entry {
+            o0: self.o0,
+            i0: self.i0,
+        }
+    }
+}
+
+/// Where a pass's coefficients start: output row `o0`, input column `i0`
+/// (the pass's first input is column `i0` of the matrix).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    pub(crate) o0: usize,
+    pub(crate) i0: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Plan {
+    /// The plan for `outputs = M x inputs` over the first `len` bytes, by a
+    /// kernel with output groups of at most `gmax` whose windows must be
+    /// multiples of `align`; `step(g)` is the bytes per step of a group of
+    /// `g` outputs and `down_max_inputs` the most inputs with which it may
+    /// walk down (see [`down_groups`]).
+    ///
+    /// Short shards (in cache): all inputs in one pass, the kernel's groups,
+    /// and the direction [`descending`] picks. Streaming shards (at least
+    /// [`STREAM_LEN`]): passes of at most [`STREAM_INPUTS`] inputs into groups
+    /// of at most [`STREAM_OUTPUTS`] outputs, in column windows, and always
+    /// upwards, the direction the hardware prefetchers follow: walking down
+    /// there costs up to half the speed (also when only the steps within
+    /// 4 KiB tiles walk down), far more than the 4K aliasing it avoids.
+    pub(crate) fn new(
+        inputs: &[&[u8]],
+        outputs: &[&mut [u8]],
+        len: usize,
+        gmax: usize,
+        align: usize,
+        down_max_inputs: usize,
+        step: impl Fn(usize) -> usize,
+    ) -> Self {
+        let (cols, rows) = (inputs.len(), outputs.len());
+        if len >= STREAM_LEN {
+            let gmax = gmax.min(STREAM_OUTPUTS);
+            return Self {
+                gmax,
+                imax: STREAM_INPUTS,
+                win: window(cols, rows, gmax, STREAM_INPUTS, len, align),
+                downs: 0,
+            };
+        }
+        Self {
+            gmax,
+            imax: usize::MAX,
+            win: window(cols, rows, gmax, usize::MAX, len, align),
+            downs: down_groups(inputs, outputs, gmax, down_max_inputs, step),
+        }
+    }
+
+    /// The passes over bytes `0..len` of `rows` outputs and `cols` inputs,
+    /// in order: window by window, group by group, and the input passes of
+    /// a group one after the other.
+    fn passes(&self, rows: usize, cols: usize, len: usize) -> impl Iterator<Item = Pass> {
+        let (gmax, imax, win, downs) = (self.gmax, self.imax, self.win.max(1), self.downs);
+        (0..len.div_ceil(win)).flat_map(move |w| {
+            let (start, end) = (w * win, ((w + 1) * win).min(len));
+            groups(rows, gmax)
+                .enumerate()
+                .flat_map(move |(n, (o0, g))| {
+                    let down = n < 64 && downs >> n & 1 == 1;
+                    groups(cols, imax)
+                        .enumerate()
+                        .map(move |(p, (i0, ni))| Pass {
+                            o0,
+                            g,
+                            i0,
+                            ni,
+                            start,
+                            end,
+                            down,
+                            first: p == 0,
+                        })
+                })
+        })
+    }
+
+    /// Runs every pass over bytes `0..len` of the shards in order:
+    /// `kernel(pass, ins, outs)` computes the pass's outputs `outs`
+    /// (`pass.g` of them, rows `pass.o0..`) over its inputs `ins`
+    /// (`pass.ni`, columns `pass.i0..`) and bytes `pass.start..pass.end`.
+    pub(crate) fn run(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        len: usize,
+        mut kernel: impl FnMut(&Pass, &[&[u8]], &mut [&mut [u8]]),
+    ) {
+        let (rows, cols) = (outputs.len(), inputs.len());
+        for p in self.passes(rows, cols, len) {
+            kernel(
+                &p,
+                &inputs[p.i0..p.i0 + p.ni],
+                &mut outputs[p.o0..p.o0 + p.g],
+            );
+        }
+    }
+}
 
 /// Splits `rows` outputs into the fewest groups of at most `gmax`, as evenly
 /// as possible: yields `(first row, group size)`.
@@ -19,13 +175,21 @@ pub(crate) fn groups(rows: usize, gmax: usize) -> impl Iterator<Item = (usize, u
     })
 }
 
-/// Column window for cache blocking: when the outputs need several passes
-/// over the inputs, each pass covers only this many bytes of every input, so
-/// the later passes find them in cache. One pass needs no blocking.
-pub(crate) fn window(cols: usize, rows: usize, gmax: usize, len: usize, align: usize) -> usize {
+/// Column window for cache blocking: when the outputs need several groups
+/// (each a pass over the inputs) or the inputs several passes (each adding
+/// to the outputs), each pass covers only this many bytes of every shard,
+/// so the later passes find them in cache. One pass needs no blocking.
+pub(crate) fn window(
+    cols: usize,
+    rows: usize,
+    gmax: usize,
+    imax: usize,
+    len: usize,
+    align: usize,
+) -> usize {
     /// Bytes of input to keep hot across the passes (well inside L2).
     const BUDGET: usize = 128 * 1024;
-    if rows <= gmax {
+    if rows <= gmax && cols <= imax {
         return len.max(1);
     }
     let w = (BUDGET / cols.max(1)).clamp(2048, 32 * 1024);
@@ -73,7 +237,7 @@ pub(crate) fn descending(inputs: &[&[u8]], outputs: &[&mut [u8]], step: usize) -
 /// the bytes per step of a group of the given size, `max_inputs` the most
 /// inputs with which the kernel may walk down at all.
 #[cfg(target_arch = "x86_64")]
-pub(crate) fn down_groups(
+fn down_groups(
     inputs: &[&[u8]],
     outputs: &[&mut [u8]],
     gmax: usize,
