@@ -202,6 +202,11 @@ async fn run(cfg: ServerConfig, env: Env, local: LocalHost) -> Result<ExitCode, 
             "reading the IAM documents: {e}; only the root user is served until they read"
         );
     }
+    // A speed set through the admin API applies from the first request
+    // on; drives that do not answer yet leave it to the scanner's retries.
+    if let Err(e) = layer.load_scan_speed().await {
+        tracing::warn!("reading the scanner speed: {e}; the start rate applies until it reads");
+    }
     let scanner = layer.spawn_scanner(cfg.scanner.clone());
     let lifecycle = s3_gateway::lifecycle::spawn(layer.clone(), cfg.lifecycle.clone());
     metrics.watch_lifecycle(lifecycle.stats.clone());

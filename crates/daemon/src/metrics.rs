@@ -145,6 +145,7 @@ pub struct Metrics {
     scanner_healed: Counter,
     scanner_errors: Counter,
     scanner_seen: Mutex<ScanProgress>,
+    scanner_rate: Gauge,
     lifecycle_passes: Counter,
     lifecycle_actions: Family<LifecycleAction, Counter>,
     /// The lifecycle task's running totals, once it runs, and what of
@@ -224,6 +225,7 @@ impl Metrics {
             scanner_healed: Counter::default(),
             scanner_errors: Counter::default(),
             scanner_seen: Mutex::new(ScanProgress::default()),
+            scanner_rate: Gauge::default(),
             lifecycle_passes: Counter::default(),
             lifecycle_actions: Family::default(),
             lifecycle: std::sync::OnceLock::new(),
@@ -462,6 +464,11 @@ impl Metrics {
             m.scanner_errors.clone(),
         );
         registry.register(
+            "scanner_rate",
+            "Object versions per second the scanner, the heal journal's healer and heal sequences keep to now (TESSERA_SCANNER_RATE, or the speed set with mc admin config set ALIAS scanner speed=...); 0: unlimited",
+            m.scanner_rate.clone(),
+        );
+        registry.register(
             "lifecycle_passes",
             "Lifecycle passes completed by this node",
             m.lifecycle_passes.clone(),
@@ -647,6 +654,8 @@ impl Metrics {
                 .get_or_create(&label)
                 .set(i64::from(d.finished));
         }
+        self.scanner_rate
+            .set(layer.scan_rate().current().map_or(0, i64::from));
         if let Some(scanner) = scanner {
             let p = scanner.progress();
             let mut seen = self.scanner_seen.lock().unwrap_or_else(|e| e.into_inner());

@@ -194,6 +194,8 @@ pub struct Gateway {
     pub(crate) admin_auth: crate::admin::AdminAuth,
     /// When the gateway was made: the server's uptime counts from it.
     pub(crate) started: Instant,
+    /// The heal sequences started through this gateway.
+    pub(crate) heal_seqs: crate::admin::HealSequences,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -313,6 +315,7 @@ impl Gateway {
                     .ok()
             }),
             started: Instant::now(),
+            heal_seqs: crate::admin::HealSequences::default(),
             config,
             observer: None,
         }

@@ -76,9 +76,11 @@ impl Admin {
         match call {
             AdminCall::Unsupported(e) => refuse(&e),
             // Routed to the gateway before this (`Node::route`).
-            AdminCall::Iam(_) | AdminCall::Quota(_) => refuse(&S3Error::internal(
-                "an IAM or quota call reached the cluster's admin",
-            )),
+            AdminCall::Iam(_) | AdminCall::Quota(_) | AdminCall::Config(_) | AdminCall::Heal(_) => {
+                refuse(&S3Error::internal(
+                    "a call the gateway serves reached the cluster's admin",
+                ))
+            }
             AdminCall::ServerInfo | AdminCall::HealStatus => {
                 let (parts, body) = req.into_parts();
                 let body = match Limited::new(body, MAX_BODY).collect().await {

@@ -479,13 +479,17 @@ impl Node {
                 text,
             );
         }
-        // The IAM and quota calls go to the gateway, which serves them for the whole
-        // cluster (the documents are on the shared drives, changes are
-        // announced through raft).
+        // The IAM, quota and configuration calls go to the gateway, which
+        // serves them for the whole cluster (the documents are on the
+        // shared drives, changes are announced through raft), and so do
+        // heal sequences (this node's layer heals every node's drives).
         if let Some(call) = s3_gateway::admin::route(&method, &path)
             && !matches!(
                 call,
-                s3_gateway::admin::AdminCall::Iam(_) | s3_gateway::admin::AdminCall::Quota(_)
+                s3_gateway::admin::AdminCall::Iam(_)
+                    | s3_gateway::admin::AdminCall::Quota(_)
+                    | s3_gateway::admin::AdminCall::Config(_)
+                    | s3_gateway::admin::AdminCall::Heal(_)
             )
         {
             let deployment = self
@@ -972,6 +976,11 @@ pub async fn run(
         tracing::warn!(
             "reading the IAM documents: {e}; only the root user is served until they read"
         );
+    }
+    // A speed set through the admin API applies from the first request
+    // on; a read that fails now is retried by the scanner's tasks.
+    if let Err(e) = layer.load_scan_speed().await {
+        tracing::warn!("reading the scanner speed: {e}; the start rate applies until it reads");
     }
     let _ = node.gateway.set(gateway);
     let _ = node.admin.layer.set(Arc::clone(&layer));

@@ -90,6 +90,8 @@ async fn health_follows_the_drives_and_metrics_count_requests() {
             "tessera_heal_queue_length 0",
             "tessera_heal_journal_healed_versions_total 0",
             "tessera_scanner_checked_versions_total",
+            // TESSERA_SCANNER_RATE's default, no speed set.
+            "tessera_scanner_rate 100\n",
             "tessera_http_connections_open",
         ] {
             assert!(m.contains(needle), "{path} lacks {needle}:\n{m}");

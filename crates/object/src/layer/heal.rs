@@ -1,6 +1,9 @@
 //! Healing at the layer: the queue of versions that reads found damaged,
 //! [`ObjectLayer::heal_object`], and the background scanner that checks
-//! every version at a bounded rate and drains the queue.
+//! every version at a bounded rate and drains the queue. The rate is the
+//! layer's [`ScanRate`](super::ScanRate), which the scanner, the heal
+//! journal's healer and heal sequences read before every version, so a
+//! speed set while they run applies to their next version.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,7 +38,9 @@ pub const SCAN_WORKERS: usize = 8;
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
     /// Most object versions checked per second (`None`: as fast as the
-    /// drives allow). Bounds the scanner's share of the drives.
+    /// drives allow) when no speed is set ([`ObjectLayer::set_scan_speed`]),
+    /// and the rate the speeds are relative to. Bounds the scanner's share
+    /// of the drives.
     pub versions_per_sec: Option<u32>,
     /// Pause between two full passes.
     pub interval: Duration,
@@ -91,28 +96,35 @@ impl Drop for ScannerHandle {
     }
 }
 
-/// Paces work to at most `per_sec` items per second.
+/// Paces work to at most the layer's current rate, read at every item: a
+/// late item may be followed by others sooner, to keep the average, but
+/// never by more than [`Pacer::CATCH_UP`] of work at once.
 pub(crate) struct Pacer {
-    per_sec: Option<u32>,
-    started: tokio::time::Instant,
-    done: u64,
+    rate: Arc<super::ScanRate>,
+    /// When the last item was due.
+    due: Option<tokio::time::Instant>,
 }
 
 impl Pacer {
-    pub(crate) fn new(per_sec: Option<u32>) -> Self {
-        Pacer {
-            per_sec: per_sec.filter(|r| *r > 0),
-            started: tokio::time::Instant::now(),
-            done: 0,
-        }
+    /// Work that items behind their time may catch up in a burst.
+    const CATCH_UP: Duration = Duration::from_secs(1);
+
+    pub(crate) fn new(rate: Arc<super::ScanRate>) -> Self {
+        Pacer { rate, due: None }
     }
 
+    /// Counts an item done and waits until the next may start.
     pub(crate) async fn tick(&mut self) {
-        self.done += 1;
-        if let Some(r) = self.per_sec {
-            let due = self.started + Duration::from_secs_f64(self.done as f64 / f64::from(r));
-            tokio::time::sleep_until(due).await;
-        }
+        let Some(r) = self.rate.current() else {
+            self.due = None;
+            return;
+        };
+        let now = tokio::time::Instant::now();
+        let step = Duration::from_secs_f64(1.0 / f64::from(r.max(1)));
+        let floor = now.checked_sub(Self::CATCH_UP).unwrap_or(now);
+        let due = self.due.map_or(now, |d| d.max(floor)) + step;
+        self.due = Some(due);
+        tokio::time::sleep_until(due).await;
     }
 }
 
@@ -160,6 +172,30 @@ impl ObjectLayer {
         key: &str,
         version: Option<VersionSel>,
     ) -> Result<HealResult> {
+        self.heal_object_with(bucket, key, version, false).await
+    }
+
+    /// [`heal_object`](Self::heal_object), or with `dry_run` only the
+    /// check: what each drive holds, nothing written.
+    pub async fn heal_object_with(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+        dry_run: bool,
+    ) -> Result<HealResult> {
+        Ok(self.heal_object_in(bucket, key, version, dry_run).await?.0)
+    }
+
+    /// [`heal_object_with`](Self::heal_object_with), and the set that
+    /// holds the version.
+    pub(super) async fn heal_object_in(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionSel>,
+        dry_run: bool,
+    ) -> Result<(HealResult, &ErasureSet)> {
         names::check_key(key)?;
         let _g = self
             .locker
@@ -167,21 +203,22 @@ impl ObjectLayer {
             .await?;
         let pool = self.pool_for_read(bucket, key, version).await?;
         let set = self.set_in(pool, key);
-        let r = set.heal(bucket, key, version).await?;
-        self.heal_track.healed(self.set_number(set), &r);
-        Ok(r)
+        let r = set.heal(bucket, key, version, dry_run).await?;
+        if !dry_run {
+            self.heal_track.healed(self.set_number(set), &r);
+        }
+        Ok((r, set))
     }
 
     /// Checks (and heals where needed) every version of every object once,
-    /// at most `opts.versions_per_sec`, [`SCAN_WORKERS`] versions at a
-    /// time, updating `progress` as it goes.
+    /// at the layer's scan rate, [`SCAN_WORKERS`] versions at a time,
+    /// updating `progress` as it goes.
     pub(crate) async fn scan_once(
         self: &Arc<Self>,
-        opts: &ScanOptions,
         progress: &Arc<Mutex<ScanProgress>>,
     ) -> Result<()> {
         let began = std::time::SystemTime::now();
-        let mut pacer = Pacer::new(opts.versions_per_sec);
+        let mut pacer = Pacer::new(Arc::clone(&self.scan_rate));
         let mut running = tokio::task::JoinSet::new();
         for bucket in self.list_buckets().await? {
             let mut marker: Option<String> = None;
@@ -259,15 +296,19 @@ impl ObjectLayer {
 
     /// Starts the background scanner: a full pass every `opts.interval`,
     /// and in between the objects queued for healing by reads that met a
-    /// missing or corrupt shard.
+    /// missing or corrupt shard. `opts.versions_per_sec` becomes the
+    /// layer's start rate; a speed stored on the drives applies from the
+    /// first version on (read before it, and again until the drives
+    /// answer).
     pub fn spawn_scanner(self: &Arc<Self>, opts: ScanOptions) -> ScannerHandle {
+        self.scan_rate.set_start(opts.versions_per_sec);
         let progress = Arc::new(Mutex::new(ScanProgress::default()));
         let progress_j = progress.clone();
         let (layer, prog) = (self.clone(), progress.clone());
-        let opts_j = opts.clone();
         let task = tokio::spawn(async move {
             loop {
-                if let Err(e) = layer.scan_once(&opts, &prog).await {
+                layer.ensure_scan_speed().await;
+                if let Err(e) = layer.scan_once(&prog).await {
                     tracing::warn!("scanner pass: {e}");
                 }
                 // Quotas see what changed behind this layer's back (another
@@ -276,7 +317,7 @@ impl ObjectLayer {
                     tracing::warn!("quota usage count: {e}");
                 }
                 let deadline = tokio::time::Instant::now() + opts.interval;
-                let mut pacer = Pacer::new(opts.versions_per_sec);
+                let mut pacer = Pacer::new(Arc::clone(&layer.scan_rate));
                 loop {
                     let next = tokio::select! {
                         item = layer.next_heal_request() => Some(item),
@@ -311,13 +352,16 @@ impl ObjectLayer {
                     layer.sweep_journal().await;
                     swept = Some(tokio::time::Instant::now());
                 }
-                let mut pacer = Pacer::new(opts_j.versions_per_sec);
+                let mut pacer = Pacer::new(Arc::clone(&layer.scan_rate));
                 let healed = layer.retry_journal(&mut pacer).await;
                 if healed > 0 {
                     tracing::info!(healed, "healed writes that had missed drives");
                     let mut p = progress_j.lock().unwrap_or_else(|p| p.into_inner());
                     p.healed += healed as u64;
                 }
+                // A speed the scanner's task could not read at start (the
+                // drives not answering yet) is read here until it is.
+                layer.ensure_scan_speed().await;
                 tokio::time::sleep(journal::RETRY_EVERY).await;
             }
         });

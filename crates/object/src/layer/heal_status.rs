@@ -169,6 +169,7 @@ mod tests {
             healed_drives: healed.to_vec(),
             failed_drives: failed.to_vec(),
             bytes,
+            ..HealResult::default()
         }
     }
 

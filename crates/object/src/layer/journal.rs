@@ -253,7 +253,13 @@ impl ObjectLayer {
             let done = match &r {
                 // Whole only when no drive it needed failed.
                 Ok(h) if h.failed_drives.is_empty() => {
-                    self.heal_track.journal_healed(h.bytes);
+                    // Bytes count only what was rewritten.
+                    let bytes = if h.healed_drives.is_empty() {
+                        0
+                    } else {
+                        h.bytes
+                    };
+                    self.heal_track.journal_healed(bytes);
                     true
                 }
                 Ok(_) => false,

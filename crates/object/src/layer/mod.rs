@@ -19,7 +19,9 @@
 //! [`ObjectLayer`]'s work is split by job: `open.rs` opens and formats
 //! pools, `pools.rs` picks the pool and set of a key, `buckets.rs`,
 //! `objects.rs` and [`multipart`] serve the S3 operations, `heal.rs` holds
-//! the heal queue and the scanner, and [`list`] the listings; each
+//! the heal queue and the scanner, `heal_seq.rs` heals of a bucket or
+//! prefix on demand, [`scan_speed`] the pace every heal keeps to, and
+//! [`list`] the listings; each
 //! [`ErasureSet`] does the per-object work ([`set`]), reading through the
 //! read cache (`cache.rs`) and handing out [`Chunk`]s (`chunk.rs`).
 //!
@@ -47,6 +49,7 @@ mod cache;
 mod chunk;
 pub mod error;
 mod heal;
+mod heal_seq;
 mod heal_status;
 mod join;
 mod journal;
@@ -59,6 +62,7 @@ mod open;
 mod pools;
 mod put_queue;
 pub mod quota;
+pub mod scan_speed;
 pub mod set;
 mod sysconfig;
 pub mod types;
@@ -78,12 +82,17 @@ pub use chunk::{Chunk, ChunkSink, WriteSink};
 pub use drive::pipe::{Pipe, PipePool};
 pub use error::{Error, Result};
 pub use heal::{HealRequest, ScanOptions, ScanProgress, ScannerHandle};
+pub use heal_seq::{
+    HealDrive, HealItem, HealItemKind, HealScope, HealSequence,
+    UNCONSUMED_ITEMS as HEAL_ITEMS_WAITING,
+};
 pub use heal_status::{DriveHeal, HealStatus};
 pub use journal::JournalStats;
 pub use list::{ListOptions, ListResult, ListVersionsResult, ListedEncryption, ListedObject};
 pub use lock::{LocalLocker, LockGuard, Locker};
 pub use multipart::{PartEtag, PartOptions, UploadInfo, UploadedPart};
 pub use objects::OpenObject;
+pub use scan_speed::{ScanRate, ScanSpeed};
 pub use set::ErasureSet;
 pub use sysconfig::{MAX_CONFIG_BYTES, MAX_CONFIG_ENTRIES};
 pub use types::*;
@@ -182,6 +191,8 @@ pub struct ObjectLayer {
     /// Called when another layer announces a change of the documents
     /// under `.minio.sys/config/` ([`watch_config`](Self::watch_config)).
     config_watchers: Mutex<Vec<ConfigWatcher>>,
+    /// The scanner's pace, which heals of every kind keep to.
+    scan_rate: Arc<scan_speed::ScanRate>,
 }
 
 /// A function told that configuration documents changed elsewhere; the
@@ -283,7 +294,12 @@ impl ObjectLayer {
     /// Tells every watcher that the documents under `.minio.sys/config/`
     /// changed (a cluster calls this as it applies another node's
     /// announcement, or after it may have missed some), and waits for them.
+    /// The layer's own settings there (the scanner's speed) are read again
+    /// first.
     pub async fn config_changed(&self) {
+        if let Err(e) = self.load_scan_speed().await {
+            tracing::warn!("reading the scanner speed after another node's change: {e}");
+        }
         let watchers = self
             .config_watchers
             .lock()

@@ -195,6 +195,7 @@ impl ObjectLayer {
             heal_track,
             known_buckets: Mutex::new(std::collections::HashSet::new()),
             config_watchers: Mutex::new(Vec::new()),
+            scan_rate: Arc::default(),
         };
         layer.spread_buckets().await;
         Ok(layer)

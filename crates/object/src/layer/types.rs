@@ -303,8 +303,54 @@ pub struct HealResult {
     /// Set positions of drives that needed healing and could not be
     /// written (offline, failing): the version is not whole yet.
     pub failed_drives: Vec<usize>,
-    /// Size of the version healed (0 for a delete marker).
+    /// Size of the version (0 for a delete marker), whether or not a
+    /// drive needed it.
     pub bytes: u64,
+    /// Per drive of the set, in set order: what it held of the version
+    /// before the heal.
+    pub before: Vec<DriveHealState>,
+    /// Per drive of the set: what it holds after the heal (as before
+    /// where nothing was written, as in a dry run).
+    pub after: Vec<DriveHealState>,
+    /// Data shards of the version (for a delete marker, the set's
+    /// default).
+    pub data_blocks: usize,
+    /// Parity shards of the version (for a delete marker, the set's
+    /// default).
+    pub parity_blocks: usize,
+}
+
+/// What one drive holds of a version (or of a bucket's volume), as a heal
+/// finds it: the states MinIO's heal reports name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DriveHealState {
+    /// Intact: the metadata agrees and every shard record verifies.
+    #[default]
+    Ok,
+    /// Not there: no metadata, metadata without the version or older than
+    /// it, a missing shard file.
+    Missing,
+    /// There, but damaged: metadata that does not decode, a shard record
+    /// whose hash does not match, a shard file of the wrong size.
+    Corrupt,
+    /// The drive did not answer (offline, past its deadline, failing).
+    Offline,
+    /// The drive answered with another error (access denied, ...).
+    Unknown,
+}
+
+impl DriveHealState {
+    /// The state a drive's error stands for.
+    pub fn of_error(e: &drive::DriveError) -> DriveHealState {
+        use drive::DriveError as E;
+        match e {
+            E::FileNotFound | E::VolumeNotFound => DriveHealState::Missing,
+            E::TooLarge { .. } | E::IsDirectory | E::NotDirectory => DriveHealState::Corrupt,
+            E::Unformatted => DriveHealState::Offline,
+            e if e.is_fault() => DriveHealState::Offline,
+            _ => DriveHealState::Unknown,
+        }
+    }
 }
 
 /// A bucket's versioning state, as S3 defines it.

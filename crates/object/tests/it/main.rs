@@ -7,6 +7,8 @@
 //!   bitrot, heal, failed commits, a crashed writer, a hung drive, the
 //!   journal of writes that missed drives, and what a read answers while
 //!   the drives that hold the newest version fail;
+//! * `heal_seq`: heals on demand (what each drive held, dry runs, a
+//!   bucket or a prefix) and the scanner's speed set while they run;
 //! * `locks`, `conditional`, `deployments`: concurrency, conditional writes,
 //!   pools, storage classes and the drive backends;
 //! * `put_stream`, `get_pipeline`, `read_cache`: the PUT and GET data paths
@@ -28,6 +30,7 @@ mod deployments;
 mod durability;
 mod fuzz;
 mod get_pipeline;
+mod heal_seq;
 mod inline;
 mod journal;
 mod listing;

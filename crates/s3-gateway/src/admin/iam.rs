@@ -318,34 +318,19 @@ impl Gateway {
         B::Error: std::fmt::Display,
     {
         let who = self.begin_admin(ctx, call.name()).await?;
-        let secret = match &who {
-            Requester::Owner => self.iam.root_secret(&ctx.access_key),
-            Requester::User(id) => {
-                let action = action_of(call, ctx);
-                let allowed = crate::authz::admin_allowed(id, action)
-                    && extra_actions(call)
-                        .iter()
-                        .all(|a| crate::authz::admin_allowed(id, a));
-                if !call.decides_itself() && !allowed {
-                    return Err(S3Error::new("AccessDenied"));
-                }
-                // madmin seals payloads with the caller's secret key: the
-                // temporary one for temporary credentials, the service
-                // account's own for a service account.
-                let st = self.iam.snapshot();
-                if id.service {
-                    st.svcaccts
-                        .get(&ctx.access_key)
-                        .map(|s| s.secret_key.clone())
-                } else if id.temporary {
-                    st.temps.get(&ctx.access_key).map(|t| t.secret_key.clone())
-                } else {
-                    st.users.get(&id.name).map(|u| u.secret_key.clone())
-                }
+        if let Requester::User(id) = &who {
+            let action = action_of(call, ctx);
+            let allowed = crate::authz::admin_allowed(id, action)
+                && extra_actions(call)
+                    .iter()
+                    .all(|a| crate::authz::admin_allowed(id, a));
+            if !call.decides_itself() && !allowed {
+                return Err(S3Error::new("AccessDenied"));
             }
-            Requester::Anonymous => None,
         }
-        .ok_or_else(|| S3Error::new("AccessDenied"))?;
+        let secret = self
+            .madmin_secret(&ctx.access_key, &who)
+            .ok_or_else(|| S3Error::new("AccessDenied"))?;
         let body = crate::handlers::read_small_body(self, ctx).await?;
         let iam = &self.iam;
         let decrypt = |b: Vec<u8>| madmin_decrypt(secret.clone(), b);
@@ -609,6 +594,27 @@ impl Gateway {
         ctx.access_key = verified.access_key;
         ctx.payload = Some(verified.payload);
         Ok(who)
+    }
+
+    /// The secret key madmin seals a caller's payloads with: the root
+    /// user's, a user's own, the temporary one for temporary credentials,
+    /// the service account's own for a service account (`None` for
+    /// anonymous callers and unknown keys).
+    pub(super) fn madmin_secret(&self, access_key: &str, who: &Requester) -> Option<String> {
+        match who {
+            Requester::Owner => self.iam.root_secret(access_key),
+            Requester::User(id) => {
+                let st = self.iam.snapshot();
+                if id.service {
+                    st.svcaccts.get(access_key).map(|s| s.secret_key.clone())
+                } else if id.temporary {
+                    st.temps.get(access_key).map(|t| t.secret_key.clone())
+                } else {
+                    st.users.get(&id.name).map(|u| u.secret_key.clone())
+                }
+            }
+            Requester::Anonymous => None,
+        }
     }
 
     /// Authenticates an admin request as MinIO does (SigV4 in the

@@ -1,12 +1,30 @@
-//! MinIO's admin API (`/minio/admin/...`, what `mc admin` sends): the info
-//! call `GET /minio/admin/v3/info` (`mc admin info`) and the background
-//! heal status `POST /minio/admin/v3/background-heal/status` (`mc admin
-//! heal ALIAS`) are served; every other admin call, and those paths by any
-//! other method, answer 501 `NotImplemented` naming the API.
+//! MinIO's admin API (`/minio/admin/...`, what `mc admin` sends). Served:
+//! - the info call `GET /minio/admin/v3/info` (`mc admin info`) and the
+//!   background heal status `POST /minio/admin/v3/background-heal/status`
+//!   (`mc admin heal ALIAS`), here;
+//! - users, groups, policies and service accounts (`iam.rs`,
+//!   `svcacct.rs`) and bucket quotas (`quota.rs`);
+//! - the configuration calls `set-config-kv`, `get-config-kv`,
+//!   `del-config-kv` and `help-config-kv` (`mc admin config set|get|reset
+//!   ALIAS scanner`) for the scanner's speed, the one setting of MinIO's
+//!   configuration that means something here (`config.rs`: the `heal`
+//!   sub-system's keys are refused as invalid, other sub-systems are 501);
+//! - heal sequences, `POST /minio/admin/v3/heal/{bucket}/{prefix}` (`mc
+//!   admin heal ALIAS/BUCKET`, `heal_seq.rs`): a heal of a bucket or prefix
+//!   started, polled with its client token, stopped.
+//!
+//! Every other admin call, and these paths by any other method, answer 501
+//! `NotImplemented` naming the API. Request bodies are read under a bound
+//! (MinIO's for configuration bodies) before they are parsed; madmin's
+//! sealed payloads are opened and answers sealed with the caller's secret
+//! key (`sse::madmin`).
 //!
 //! The pieces are public so that a server answering for several nodes (the
 //! daemon's cluster mode) can answer the same call:
-//! - [`route`] tells the info call from the rest of the admin API;
+//! - [`route`] tells the calls apart ([`AdminCall`]); a cluster hands the
+//!   IAM, quota, configuration and heal calls to its gateway, whose layer
+//!   spans every node's drives and whose changes are announced to the
+//!   other nodes;
 //! - [`AdminAuth`] authenticates an admin request as MinIO does: SigV4 in
 //!   the `Authorization` header by the root user, with the scope that names
 //!   no region madmin-go signs with (the gateway's SigV4 verifier);
@@ -22,7 +40,9 @@
 //! [`Gateway::server_info`] puts them together for the one node a gateway
 //! serves.
 
+mod config;
 mod heal;
+mod heal_seq;
 mod iam;
 mod info;
 mod probe;
@@ -36,7 +56,9 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use http::{Method, Response, StatusCode};
 use http_body::Body;
 
+pub use config::{ConfigCall, MAX_CONFIG_BODY};
 pub use heal::{BgHealState, HealingDisk, MrfStatus, ServerHeal, SetStatus};
+pub use heal_seq::{HealCall, HealOpts, HealSequences, KEEP_ENDED};
 pub use info::{
     BackendType, Count, Deployment, DriveInfo, DrivePlace, DriveState, ErasureBackend, InfoMessage,
     ItemState, ServerProperties, Usage,
@@ -69,6 +91,10 @@ pub enum AdminCall {
     Iam(iam::IamCall),
     /// Bucket quotas (`mc quota`).
     Quota(quota::QuotaCall),
+    /// The configuration calls (`mc admin config set|get|reset`).
+    Config(ConfigCall),
+    /// Heal sequences (`mc admin heal ALIAS/BUCKET`).
+    Heal(HealCall),
     /// Any other admin path or method: this error (501 `NotImplemented`
     /// naming the path).
     Unsupported(S3Error),
@@ -92,6 +118,12 @@ pub fn route(method: &Method, raw_path: &str) -> Option<AdminCall> {
     }
     if let Some(call) = quota::QuotaCall::route(method, raw_path) {
         return Some(AdminCall::Quota(call));
+    }
+    if let Some(call) = ConfigCall::route(method, raw_path) {
+        return Some(AdminCall::Config(call));
+    }
+    if let Some(call) = HealCall::route(method, raw_path) {
+        return Some(AdminCall::Heal(call));
     }
     // The path is echoed for the operator, cut short: a long one names the
     // same API.
@@ -216,6 +248,8 @@ impl Gateway {
         match call {
             AdminCall::Iam(c) => self.serve_iam(ctx, c).await,
             AdminCall::Quota(c) => self.serve_quota(ctx, c).await,
+            AdminCall::Config(c) => self.serve_config(ctx, c).await,
+            AdminCall::Heal(c) => self.serve_heal(ctx, c).await,
             AdminCall::Unsupported(e) => {
                 ctx.api = "AdminAPI";
                 Err(e)

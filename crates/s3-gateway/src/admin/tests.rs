@@ -84,7 +84,10 @@ fn routes_the_info_call_and_refuses_the_rest() {
         (Method::HEAD, INFO_PATH),
         (Method::POST, INFO_PATH),
         (Method::GET, HEAL_STATUS_PATH),
-        (Method::POST, "/minio/admin/v3/heal/bucket"),
+        (Method::GET, "/minio/admin/v3/heal/bucket"),
+        (Method::POST, "/minio/admin/v3/heal"),
+        (Method::POST, "/minio/admin/v3/set-config-kv"),
+        (Method::PUT, "/minio/admin/v3/get-config-kv"),
         (Method::GET, "/minio/admin/v3/list-access-keys-bulk"),
         (Method::POST, "/minio/admin/v3/list-users"),
         (Method::GET, "/minio/admin/v3/info/"),
@@ -96,6 +99,44 @@ fn routes_the_info_call_and_refuses_the_rest() {
         assert_eq!(e.code, "NotImplemented");
         assert_eq!(e.status, http::StatusCode::NOT_IMPLEMENTED);
         assert!(e.message.contains(path), "{}", e.message);
+    }
+    for (method, path, call) in [
+        (
+            Method::PUT,
+            "/minio/admin/v3/set-config-kv",
+            ConfigCall::Set,
+        ),
+        (
+            Method::GET,
+            "/minio/admin/v3/get-config-kv",
+            ConfigCall::Get,
+        ),
+        (
+            Method::DELETE,
+            "/minio/admin/v3/del-config-kv",
+            ConfigCall::Del,
+        ),
+        (
+            Method::GET,
+            "/minio/admin/v3/help-config-kv",
+            ConfigCall::Help,
+        ),
+    ] {
+        assert_eq!(
+            route(&method, path),
+            Some(AdminCall::Config(call)),
+            "{path}"
+        );
+    }
+    for path in [
+        "/minio/admin/v3/heal/",
+        "/minio/admin/v3/heal/bucket",
+        "/minio/admin/v3/heal/bucket/some/prefix",
+    ] {
+        assert!(
+            matches!(route(&Method::POST, path), Some(AdminCall::Heal(_))),
+            "{path}"
+        );
     }
     assert_eq!(route(&Method::GET, "/minio-admin"), None);
     assert_eq!(route(&Method::GET, "/minio/adminx"), None);

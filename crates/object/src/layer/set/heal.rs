@@ -30,7 +30,9 @@ impl ErasureSet {
     /// intact ones. Copies of a version asked for by id (or the null
     /// version) that no quorum agrees on while every drive answers are
     /// removed (what a failed write or a delete that missed drives left).
-    /// The caller holds the object's lock.
+    /// With `dry_run`, nothing is written or removed: the result tells
+    /// what each drive holds (its `after` is its `before`). The caller
+    /// holds the object's lock.
     ///
     /// Two passes, one erasure block in memory at a time: the first reads
     /// and verifies every shard record on every drive; the second, only if
@@ -43,10 +45,12 @@ impl ErasureSet {
         bucket: &str,
         key: &str,
         version: Option<VersionSel>,
+        dry_run: bool,
     ) -> Result<HealResult> {
         let dir = object_dir(key);
         let n = self.drives.len();
-        let metas = self.read_metas(bucket, &dir).await;
+        let (metas, mut before) = self.read_metas_states(bucket, &dir).await;
+        let defaults = (n - self.default_parity, self.default_parity);
         // The drives holding copies of the version asked for: fewer than
         // its read quorum while every drive answers are what a write that
         // failed, or a delete that missed drives, left behind.
@@ -66,10 +70,29 @@ impl ErasureSet {
                 let (Some(kept), Some(vid)) = (kept, asked) else {
                     return Err(e);
                 };
+                // Only the holders have the version; what they hold goes.
+                for (d, st) in before.iter_mut().enumerate() {
+                    if !holders.contains(&d) && *st == DriveHealState::Ok {
+                        *st = DriveHealState::Missing;
+                    }
+                }
+                let mut after = before.clone();
+                if dry_run {
+                    return Ok(HealResult {
+                        before,
+                        after,
+                        data_blocks: defaults.0,
+                        parity_blocks: defaults.1,
+                        ..HealResult::default()
+                    });
+                }
                 let removed = self
                     .remove_copies(bucket, &dir, &vid, &kept, &holders)
                     .await;
                 tracing::info!(%bucket, %key, drives = ?removed, "removed copies of a version no quorum agrees on");
+                for &d in &removed {
+                    after[d] = DriveHealState::Missing;
+                }
                 let failed = holders
                     .into_iter()
                     .filter(|d| !removed.contains(d))
@@ -78,18 +101,33 @@ impl ErasureSet {
                     healed_drives: removed,
                     failed_drives: failed,
                     bytes: 0,
+                    before,
+                    after,
+                    data_blocks: defaults.0,
+                    parity_blocks: defaults.1,
                 });
             }
             Err(e) => return Err(e),
         };
         let mut need: Vec<bool> = r.agree.iter().map(Option::is_none).collect();
+        // A copy that decodes but does not agree lacks the version (or has
+        // an older edit of it).
+        for (st, needed) in before.iter_mut().zip(&need) {
+            if *needed && *st == DriveHealState::Ok {
+                *st = DriveHealState::Missing;
+            }
+        }
         let ov = match &r.version.kind {
             VersionKind::Object(o) => Some(o.clone()),
             _ => None,
         };
         let Some(ov) = ov else {
             // A delete marker: only metadata to copy.
-            return self.heal_write(bucket, &dir, &r, &need, None).await;
+            if dry_run || !need.iter().any(|x| *x) {
+                return Ok(unwritten(before, defaults));
+            }
+            let h = self.heal_write(bucket, &dir, &r, &need, None).await?;
+            return Ok(with_states(h, before, defaults));
         };
         let (k, m) = (
             usize::try_from(ov.erasure_m).unwrap_or(0),
@@ -132,17 +170,20 @@ impl ErasureSet {
         let frames = &frames;
         let (parts_ref, data_dir_ref, dir_ref, vid_ref, r_ref) =
             (&parts, &data_dir, &dir, &vid, &r);
+        // The damage a drive's copy has, `Ok` when it is intact.
         let verify = |d: usize| async move {
             for &(pn, psize) in parts_ref {
                 let Ok(frame) = frames(psize) else {
-                    return false;
+                    return DriveHealState::Corrupt;
                 };
                 if inline {
                     let payload = r_ref.metas[d]
                         .as_ref()
                         .and_then(|mt| mt.inline_data(vid_ref));
-                    if !payload.is_some_and(|p| inline_intact(p, &frame)) {
-                        return false;
+                    match payload {
+                        Some(p) if inline_intact(p, &frame) => {}
+                        Some(_) => return DriveHealState::Corrupt,
+                        None => return DriveHealState::Missing,
                     }
                     continue;
                 }
@@ -152,7 +193,7 @@ impl ErasureSet {
                     let len = HASH_LEN + blk_len.div_ceil(k);
                     let off = frame.layout().record_offset(b).unwrap_or(0);
                     let Ok(buf) = AlignedBuf::with_capacity(len) else {
-                        return false;
+                        return DriveHealState::Unknown;
                     };
                     match self.drives[d]
                         .read_file_at(bucket, &path, off, len, buf)
@@ -161,28 +202,43 @@ impl ErasureSet {
                         Ok((buf, got))
                             if got == len
                                 && frame.open(b, &buf.capacity_slice()[..len]).is_ok() => {}
-                        _ => return false,
+                        Ok(_) | Err(DriveError::OutOfRange { .. }) => {
+                            return DriveHealState::Corrupt;
+                        }
+                        Err(e) => return DriveHealState::of_error(&e),
                     }
                 }
-                // A longer file than the layout says is damage too.
-                if let Ok(st) = self.drives[d].stat_file(bucket, &path).await
-                    && st.size != frame.layout().file_size()
-                {
-                    return false;
+                // A file of another size than the layout says is damage
+                // too (a longer one, or, when records were not read, a
+                // shorter one).
+                match self.drives[d].stat_file(bucket, &path).await {
+                    Ok(st) if st.size != frame.layout().file_size() => {
+                        return DriveHealState::Corrupt;
+                    }
+                    Ok(_) => {}
+                    // An empty part may have no file at all.
+                    Err(e) if e.is_not_found() && psize > 0 => return DriveHealState::Missing,
+                    // Read errors of the records said it already, and an
+                    // unreadable size alone is no proof of damage.
+                    Err(_) => {}
                 }
             }
-            true
+            DriveHealState::Ok
         };
         let checked: Vec<usize> = (0..n).filter(|&d| !need[d]).collect();
-        let checks: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>>> =
-            checked.iter().map(|&d| Box::pin(verify(d)) as _).collect();
-        for (d, intact) in checked.into_iter().zip(join_all(checks).await) {
-            if intact != Some(true) {
+        let checks: Vec<
+            std::pin::Pin<Box<dyn std::future::Future<Output = DriveHealState> + Send + '_>>,
+        > = checked.iter().map(|&d| Box::pin(verify(d)) as _).collect();
+        for (d, found) in checked.into_iter().zip(join_all(checks).await) {
+            let found = found.unwrap_or(DriveHealState::Unknown);
+            if found != DriveHealState::Ok {
                 need[d] = true;
+                before[d] = found;
             }
         }
-        if !need.iter().any(|x| *x) {
-            return Ok(HealResult::default());
+        let blocks = (k, m);
+        if dry_run || !need.iter().any(|x| *x) {
+            return Ok(unwritten(before, blocks).sized(ov.size));
         }
         let targets: Vec<usize> = (0..n).filter(|&d| need[d] && shard_of(d) >= 1).collect();
 
@@ -307,7 +363,7 @@ impl ErasureSet {
             h.failed_drives
                 .extend((0..n).filter(|&d| need[d] && failed[d]));
             h.failed_drives.sort_unstable();
-            h
+            with_states(h, before, blocks)
         })
     }
 
@@ -398,7 +454,46 @@ impl ErasureSet {
             healed_drives: healed,
             failed_drives: failed,
             bytes,
+            ..HealResult::default()
         })
+    }
+}
+
+/// The result of a heal that wrote nothing: every drive as it was found.
+fn unwritten(before: Vec<DriveHealState>, (data, parity): (usize, usize)) -> HealResult {
+    HealResult {
+        after: before.clone(),
+        before,
+        data_blocks: data,
+        parity_blocks: parity,
+        ..HealResult::default()
+    }
+}
+
+/// `h` with the drives' states: `before`, and after it the healed drives
+/// intact, the others as they were.
+fn with_states(
+    mut h: HealResult,
+    before: Vec<DriveHealState>,
+    (data, parity): (usize, usize),
+) -> HealResult {
+    h.after = before.clone();
+    for &d in &h.healed_drives {
+        if let Some(st) = h.after.get_mut(d) {
+            *st = DriveHealState::Ok;
+        }
+    }
+    h.before = before;
+    h.data_blocks = data;
+    h.parity_blocks = parity;
+    h
+}
+
+impl HealResult {
+    /// This result with the size of the version it is about.
+    fn sized(mut self, size: i64) -> HealResult {
+        self.bytes = u64::try_from(size).unwrap_or(0);
+        self
     }
 }
 

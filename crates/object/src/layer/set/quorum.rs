@@ -12,7 +12,7 @@ use drive::DriveError;
 use super::super::join::join_all;
 use super::{ErasureSet, MAX_XL_META, XL_META};
 use crate::layer::error::{Error, Result};
-use crate::layer::types::VersionSel;
+use crate::layer::types::{DriveHealState, VersionSel};
 use crate::xlmeta::{ObjectVersion, Version, XlMeta};
 
 /// What reading the metadata of one object on every drive gave.
@@ -57,6 +57,16 @@ impl Resolved {
 impl ErasureSet {
     /// Reads and decodes `xl.meta` of `bucket`/`dir` on every drive.
     pub(crate) async fn read_metas(&self, bucket: &str, dir: &str) -> Metas {
+        self.read_metas_states(bucket, dir).await.0
+    }
+
+    /// [`read_metas`](Self::read_metas), with what each drive's read found
+    /// (a decoded copy is `Ok` here, whatever it holds).
+    pub(crate) async fn read_metas_states(
+        &self,
+        bucket: &str,
+        dir: &str,
+    ) -> (Metas, Vec<DriveHealState>) {
         let path = format!("{dir}/{XL_META}");
         let reads = self
             .drives
@@ -68,9 +78,11 @@ impl ErasureSet {
             not_found: 0,
             errors: 0,
         };
+        let mut states = vec![DriveHealState::Ok; self.drives.len()];
         for (i, r) in join_all(reads).await.into_iter().enumerate() {
             let Some(r) = r else {
                 out.errors += 1;
+                states[i] = DriveHealState::Unknown;
                 continue;
             };
             match r {
@@ -79,16 +91,21 @@ impl ErasureSet {
                     Err(e) => {
                         tracing::warn!(drive = %self.drives[i].label(), %dir, "corrupt xl.meta: {e}");
                         out.errors += 1;
+                        states[i] = DriveHealState::Corrupt;
                     }
                 },
-                Err(DriveError::FileNotFound | DriveError::VolumeNotFound) => out.not_found += 1,
+                Err(DriveError::FileNotFound | DriveError::VolumeNotFound) => {
+                    out.not_found += 1;
+                    states[i] = DriveHealState::Missing;
+                }
                 Err(e) => {
                     tracing::debug!(drive = %self.drives[i].label(), %dir, "xl.meta: {e}");
                     out.errors += 1;
+                    states[i] = DriveHealState::of_error(&e);
                 }
             }
         }
-        out
+        (out, states)
     }
 
     /// Picks the version a read quorum of the set's drives agrees on
