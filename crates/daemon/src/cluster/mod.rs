@@ -977,10 +977,18 @@ pub async fn run(
             "reading the IAM documents: {e}; only the root user is served until they read"
         );
     }
-    // A speed set through the admin API applies from the first request
-    // on; a read that fails now is retried by the scanner's tasks.
-    if let Err(e) = layer.load_scan_speed().await {
-        tracing::warn!("reading the scanner speed: {e}; the start rate applies until it reads");
+    // The speed set through the admin API is read beside serving: S3 does
+    // not wait for a quorum read of the drives of nodes that may still be
+    // starting, and the scanner's tasks read it again until it reads.
+    {
+        let layer = Arc::clone(&layer);
+        tokio::spawn(async move {
+            if let Err(e) = layer.load_scan_speed().await {
+                tracing::warn!(
+                    "reading the scanner speed: {e}; the start rate applies until it reads"
+                );
+            }
+        });
     }
     let _ = node.gateway.set(gateway);
     let _ = node.admin.layer.set(Arc::clone(&layer));
