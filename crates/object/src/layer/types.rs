@@ -309,8 +309,9 @@ pub struct HealResult {
     /// Per drive of the set, in set order: what it held of the version
     /// before the heal.
     pub before: Vec<DriveHealState>,
-    /// Per drive of the set: what it holds after the heal (as before
-    /// where nothing was written, as in a dry run).
+    /// Per drive of the set: what it holds after the heal (equal to
+    /// `before` for the drives nothing was written to, every drive in a
+    /// dry run).
     pub after: Vec<DriveHealState>,
     /// Data shards of the version (for a delete marker, the set's
     /// default).
