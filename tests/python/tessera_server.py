@@ -101,13 +101,16 @@ class TesseraServer:
         finally:
             log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
+        # https when the environment gives the server certificates.
         marker = f"API: http://127.0.0.1:{port}"
         while time.monotonic() < deadline:
             text = self._log_text()
-            if marker in text and self._accepts(port):
-                self.port = port
-                self.endpoint = f"http://127.0.0.1:{port}"
-                return
+            for scheme in ("http", "https"):
+                marker = f"API: {scheme}://127.0.0.1:{port}"
+                if marker in text and self._accepts(port):
+                    self.port = port
+                    self.endpoint = f"{scheme}://127.0.0.1:{port}"
+                    return
             code = self.proc.poll()
             if code is not None:
                 self.proc = None

@@ -544,6 +544,24 @@ fn trailers_are_checked() {
         )
         .is_ok()
     );
+    // minio-go's form (`StreamingUSReader`, what mc sends over HTTPS):
+    // trailer lines ended by LF alone, then two CRLFs; several lines too.
+    assert_eq!(
+        run(
+            unsigned(vec![crc]),
+            &body("x-amz-checksum-crc32:AAAAAA==\n\r\n\r\n")
+        )
+        .unwrap(),
+        b"hello"
+    );
+    let two = vec![crc, ChecksumAlgorithm::Crc32c];
+    assert!(
+        run(
+            unsigned(two),
+            &body("x-amz-checksum-crc32:AAAAAA==\nx-amz-checksum-crc32c:AAAAAA==\n\r\n\r\n")
+        )
+        .is_ok()
+    );
     // No trailers declared, none sent; with or without the final CRLF.
     assert!(run(unsigned(vec![]), &body("\r\n")).is_ok());
     assert!(run(unsigned(vec![]), &body("")).is_ok());
@@ -570,9 +588,21 @@ fn trailers_are_checked() {
             "x-amz-checksum-crc32 AAAAAA==\r\n\r\n".to_owned(),
             "MalformedTrailerError",
         ),
+        // minio-go's LF-ended block without its final CRLF (MinIO: EOF).
         (
             vec![crc],
             "x-amz-checksum-crc32:AAAAAA==\n\r\n".to_owned(),
+            "IncompleteBody",
+        ),
+        (
+            vec![crc],
+            "x-amz-checksum-crc32:AAAAAA==\n\n\r\n".to_owned(),
+            "MalformedTrailerError",
+        ),
+        (
+            vec![crc, ChecksumAlgorithm::Crc32c],
+            "x-amz-checksum-crc32:AAAAAA==\n\r\nx-amz-checksum-crc32c:AAAAAA==\n\r\n\r\n"
+                .to_owned(),
             "MalformedTrailerError",
         ),
         (
@@ -651,6 +681,22 @@ fn signed_trailers_need_their_signature() {
     assert_eq!(
         code(with("x-amz-checksum-crc32:AAAAAA==\r\n\r\n".to_owned())),
         "MalformedTrailerError"
+    );
+    // minio-go's signed form (`addSignedTrailer`): the trailer lines ended
+    // by LF, an empty CRLF line, the signature line, the final CRLF.
+    assert_eq!(
+        with(format!(
+            "x-amz-checksum-crc32:AAAAAA==\n\r\nx-amz-trailer-signature:{good_sig}\r\n\r\n"
+        ))
+        .unwrap(),
+        b"hello"
+    );
+    assert_eq!(
+        code(with(format!(
+            "x-amz-checksum-crc32:AAAAAA==\n\r\nx-amz-trailer-signature:{}\r\n\r\n",
+            "1".repeat(64)
+        ))),
+        "SignatureDoesNotMatch"
     );
     assert_eq!(
         code(with(format!(

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::chunked::PayloadMode;
 use crate::client::{Endpoint, Pool, TlsTrust, tls_config};
 use crate::compare::{Metric, Side, compare, format_compare, format_round};
 use crate::harness;
@@ -170,8 +171,16 @@ pub struct WorkArgs {
     /// over plain HTTP; refusals are counted as errors).
     #[arg(long)]
     pub sse_c: bool,
-    /// Send a signed SHA-256 of each body instead of UNSIGNED-PAYLOAD.
-    #[arg(long)]
+    /// How PUT and UploadPart bodies go: `unsigned` (UNSIGNED-PAYLOAD),
+    /// `signed` (the body's SHA-256), `streaming` (every 64 KiB chunk
+    /// signed), `crc32-trailer` / `crc32c-trailer` (aws-chunked with an
+    /// unsigned checksum trailer), `minio-go` (as minio-go and mc send:
+    /// streaming over HTTP, crc32c-trailer over HTTPS), `aws-sdk` (as the
+    /// AWS SDKs send: crc32-trailer).
+    #[arg(long, value_enum, default_value_t = PayloadMode::Unsigned)]
+    pub payload: PayloadMode,
+    /// Same as `--payload signed`.
+    #[arg(long, conflicts_with = "payload")]
     pub sign_payload: bool,
     /// Seed of object contents and choices (default: from the clock).
     #[arg(long)]
@@ -287,6 +296,10 @@ pub struct HarnessArgs {
     /// Progress lines of every run on stderr.
     #[arg(long)]
     pub progress: bool,
+    /// How PUT bodies go, as for `put --payload` (e.g. `minio-go`: each
+    /// 64 KiB chunk signed, as mc sends over HTTP).
+    #[arg(long, value_enum, default_value_t = PayloadMode::Unsigned)]
+    pub payload: PayloadMode,
 }
 
 #[derive(Debug, Args)]
@@ -519,7 +532,11 @@ pub fn client(
         pool,
         Signer::new(&c.access_key, &c.secret_key, &c.region),
         sse,
-        w.sign_payload,
+        if w.sign_payload {
+            PayloadMode::Signed
+        } else {
+            w.payload
+        },
         seed,
     )))
 }
@@ -692,6 +709,7 @@ async fn harness_cmd(a: HarnessArgs) -> u8 {
         workdir: a.workdir.clone(),
         keep: a.keep,
         progress: a.progress,
+        payload: a.payload,
         command_line,
     };
     let result = match harness::run(&opts).await {

@@ -21,6 +21,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use tokio::net::TcpStream;
 
+use crate::chunked::ChunkedPattern;
 use crate::pattern::Pattern;
 
 /// Bytes generated per body frame.
@@ -275,7 +276,8 @@ impl fmt::Display for OpError {
 }
 
 /// A request body: nothing, bytes in memory, or a range of an object's
-/// pattern generated frame by frame as hyper asks for it.
+/// pattern generated frame by frame as hyper asks for it, plain or in
+/// aws-chunked framing.
 #[derive(Debug)]
 pub enum ReqBody {
     Empty,
@@ -285,6 +287,7 @@ pub enum ReqBody {
         pos: u64,
         end: u64,
     },
+    Chunked(Box<ChunkedPattern>),
 }
 
 impl http_body::Body for ReqBody {
@@ -309,6 +312,7 @@ impl http_body::Body for ReqBody {
                 *pos += n as u64;
                 Poll::Ready(Some(Ok(Frame::data(buf.freeze()))))
             }
+            ReqBody::Chunked(c) => Poll::Ready(c.next_frame().map(|b| Ok(Frame::data(b)))),
         }
     }
 
@@ -317,6 +321,7 @@ impl http_body::Body for ReqBody {
             ReqBody::Empty => true,
             ReqBody::Bytes(b) => b.is_none(),
             ReqBody::Pattern { pos, end, .. } => pos >= end,
+            ReqBody::Chunked(c) => c.done,
         }
     }
 
@@ -325,6 +330,7 @@ impl http_body::Body for ReqBody {
             ReqBody::Empty => SizeHint::with_exact(0),
             ReqBody::Bytes(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
             ReqBody::Pattern { pos, end, .. } => SizeHint::with_exact(end.saturating_sub(*pos)),
+            ReqBody::Chunked(c) => SizeHint::with_exact(c.remaining),
         }
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::chunked::PayloadMode;
 use crate::client::{Endpoint, Pool};
 use crate::compare::{CompareResult, Metric, Side, compare, format_round};
 use crate::record::Machine;
@@ -222,6 +223,8 @@ pub struct Options {
     pub workdir: Option<PathBuf>,
     pub keep: bool,
     pub progress: bool,
+    /// How the load generator sends PUT bodies.
+    pub payload: PayloadMode,
     pub command_line: String,
 }
 
@@ -770,7 +773,7 @@ fn start_servers(
 }
 
 /// A client spreading its requests over every node of `servers`.
-fn client_for(servers: &[Server], seed: u64) -> Result<Arc<S3>, String> {
+fn client_for(servers: &[Server], seed: u64, payload: PayloadMode) -> Result<Arc<S3>, String> {
     let eps = servers
         .iter()
         .map(|s| Endpoint::parse(&s.endpoint, false))
@@ -780,7 +783,7 @@ fn client_for(servers: &[Server], seed: u64) -> Result<Arc<S3>, String> {
         pool,
         Signer::new(USER, PASSWORD, "us-east-1"),
         Sse::None,
-        false,
+        payload,
         seed,
     )))
 }
@@ -940,13 +943,13 @@ async fn run_in(opts: &Options, work: &Path, t_all: Instant) -> Result<HarnessRe
             )?;
             let a = Side {
                 label: "tessera".into(),
-                s3: client_for(&tessera, seed)?,
+                s3: client_for(&tessera, seed, opts.payload)?,
                 pids: tessera.iter().map(Server::pid).collect(),
             };
             let b = match &minio {
                 Some(m) => Some(Side {
                     label: "minio".into(),
-                    s3: client_for(m, seed)?,
+                    s3: client_for(m, seed, opts.payload)?,
                     pids: m.iter().map(Server::pid).collect(),
                 }),
                 None => None,

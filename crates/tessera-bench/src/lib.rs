@@ -6,6 +6,7 @@
 //! `docs/benchmarks.md` says how to use it and holds the figures;
 //! `docs/bench-runs/` holds every archived run.
 
+pub mod chunked;
 pub mod cli;
 pub mod client;
 pub mod compare;

@@ -13,6 +13,7 @@ use hyper::body::Incoming;
 use md5::Md5;
 use sha2::{Digest, Sha256};
 
+use crate::chunked::{Chain, ChunkedPattern, Encoder, Framing, PayloadMode};
 use crate::client::{Lease, OpError, Pool, ReqBody};
 use crate::pattern::Pattern;
 use crate::sign::{PayloadHash, Signer};
@@ -177,25 +178,40 @@ fn xml_escape(s: &str) -> String {
 pub enum Body {
     Empty,
     Bytes(Bytes),
-    /// `len` bytes of `pattern` from `offset`; `sha256` when signed.
+    /// `len` bytes of `pattern` from `offset`, sent as `framing` says;
+    /// `sha256` when signed.
     Pattern {
         pattern: Pattern,
         offset: u64,
         len: u64,
+        framing: Framing,
         sha256: Option<String>,
     },
 }
 
 impl Body {
+    /// Bytes on the wire.
     fn len(&self) -> u64 {
         match self {
             Body::Empty => 0,
             Body::Bytes(b) => b.len() as u64,
-            Body::Pattern { len, .. } => *len,
+            Body::Pattern { len, framing, .. } => framing.encoded_len(*len),
         }
     }
 
-    fn to_req(&self) -> ReqBody {
+    /// The aws-chunked framing, when the body has one.
+    fn chunked(&self) -> Option<(Framing, u64)> {
+        match self {
+            Body::Pattern { framing, len, .. } if framing.content_sha256().is_some() => {
+                Some((*framing, *len))
+            }
+            _ => None,
+        }
+    }
+
+    /// The body to send; `chain` is the signature chain of a streaming
+    /// signed body.
+    fn to_req(&self, chain: Option<Chain>) -> ReqBody {
         match self {
             Body::Empty => ReqBody::Empty,
             Body::Bytes(b) => ReqBody::Bytes(Some(b.clone())),
@@ -203,12 +219,28 @@ impl Body {
                 pattern,
                 offset,
                 len,
+                framing,
                 ..
-            } => ReqBody::Pattern {
-                pattern: pattern.clone(),
-                pos: *offset,
-                end: offset + len,
-            },
+            } => {
+                let encoder = match (framing, chain) {
+                    (Framing::Streaming, Some(chain)) => Encoder::Signed(chain),
+                    (Framing::Trailer(t), _) => Encoder::trailer(*t),
+                    _ => {
+                        return ReqBody::Pattern {
+                            pattern: pattern.clone(),
+                            pos: *offset,
+                            end: offset + len,
+                        };
+                    }
+                };
+                ReqBody::Chunked(Box::new(ChunkedPattern::new(
+                    pattern.clone(),
+                    *offset,
+                    offset + len,
+                    encoder,
+                    framing.encoded_len(*len),
+                )))
+            }
         }
     }
 
@@ -216,6 +248,9 @@ impl Body {
         match self {
             Body::Empty => PayloadHash::Bytes(&[]),
             Body::Bytes(b) => PayloadHash::Bytes(b),
+            Body::Pattern { framing, .. } if framing.content_sha256().is_some() => {
+                PayloadHash::Precomputed(framing.content_sha256().unwrap_or_default().into())
+            }
             Body::Pattern {
                 sha256: Some(h), ..
             } => PayloadHash::Precomputed(h.clone()),
@@ -244,8 +279,8 @@ pub struct S3 {
     pub pool: Pool,
     signer: Signer,
     pub sse: Sse,
-    /// Send data bodies with a signed SHA-256 instead of `UNSIGNED-PAYLOAD`.
-    pub sign_payload: bool,
+    /// How data bodies go (resolved for the endpoints' scheme).
+    pub payload: Framing,
     pub seed: u64,
 }
 
@@ -258,12 +293,13 @@ struct Resp {
 }
 
 impl S3 {
-    pub fn new(pool: Pool, signer: Signer, sse: Sse, sign_payload: bool, seed: u64) -> S3 {
+    pub fn new(pool: Pool, signer: Signer, sse: Sse, payload: PayloadMode, seed: u64) -> S3 {
+        let https = pool.endpoints().first().is_some_and(|e| e.tls);
         S3 {
             pool,
             signer,
             sse,
-            sign_payload,
+            payload: payload.framing(https),
             seed,
         }
     }
@@ -273,13 +309,13 @@ impl S3 {
     }
 
     fn data_body(&self, pattern: Pattern, offset: u64, len: u64) -> Body {
-        let sha256 = self
-            .sign_payload
-            .then(|| pattern_sha256(&pattern, offset, len));
+        let sha256 =
+            (self.payload == Framing::Signed).then(|| pattern_sha256(&pattern, offset, len));
         Body::Pattern {
             pattern,
             offset,
             len,
+            framing: self.payload,
             sha256,
         }
     }
@@ -299,27 +335,43 @@ impl S3 {
             if method == "PUT" || method == "POST" {
                 to_sign.push(("content-length", len.as_str()));
             }
+            let decoded;
+            if let Some((framing, data_len)) = body.chunked() {
+                decoded = data_len.to_string();
+                to_sign.push(("content-encoding", "aws-chunked"));
+                to_sign.push(("x-amz-decoded-content-length", decoded.as_str()));
+                if let Framing::Trailer(t) = framing {
+                    to_sign.push(("x-amz-trailer", t.header()));
+                }
+            }
             for (n, v) in extra {
                 to_sign.push((n, v.as_str()));
             }
+            let now = SystemTime::now();
             let signed = self
                 .signer
-                .sign(
-                    method,
-                    path_and_query,
-                    &to_sign,
-                    body.payload_hash(),
-                    SystemTime::now(),
-                )
+                .sign(method, path_and_query, &to_sign, body.payload_hash(), now)
                 .map_err(OpError::Client)?;
+            let chain = match body.chunked() {
+                Some((Framing::Streaming, _)) => {
+                    let amz_date = signed
+                        .headers
+                        .iter()
+                        .find(|(n, _)| n.eq_ignore_ascii_case("x-amz-date"))
+                        .map(|(_, v)| v.as_str())
+                        .ok_or_else(|| OpError::Client("signature without x-amz-date".into()))?;
+                    Some(self.signer.chain(now, amz_date, signed.signature.clone()))
+                }
+                _ => None,
+            };
             let mut b = http::Request::builder().method(method).uri(path_and_query);
             for (n, v) in &to_sign {
                 b = b.header(*n, *v);
             }
-            for (n, v) in &signed {
+            for (n, v) in &signed.headers {
                 b = b.header(*n, v.as_str());
             }
-            b.body(body.to_req())
+            b.body(body.to_req(chain))
                 .map_err(|e| OpError::Client(format!("request {method} {path_and_query}: {e}")))
         };
         let (resp, lease) = self.pool.send(ep, &build).await?;

@@ -276,7 +276,8 @@ fn sigv4_matches_aws_published_examples() {
             PayloadHash::Bytes(&[]),
             aws_time(),
         )
-        .unwrap();
+        .unwrap()
+        .headers;
     let a = auth(&h);
     assert!(a.starts_with(
         "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request"
@@ -305,7 +306,8 @@ fn sigv4_matches_aws_published_examples() {
             PayloadHash::Bytes(&[]),
             aws_time(),
         )
-        .unwrap();
+        .unwrap()
+        .headers;
     assert!(
         auth(&h).ends_with(
             "Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"
@@ -327,7 +329,8 @@ fn sigv4_matches_aws_published_examples() {
             PayloadHash::Bytes(b"Welcome to Amazon S3."),
             aws_time(),
         )
-        .unwrap();
+        .unwrap()
+        .headers;
     assert!(
         auth(&h).ends_with(
             "Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"
@@ -348,7 +351,8 @@ fn sigv4_unsigned_and_precomputed_payloads() {
             PayloadHash::Unsigned,
             aws_time(),
         )
-        .unwrap();
+        .unwrap()
+        .headers;
     assert!(
         h.iter()
             .any(|(n, v)| *n == "x-amz-content-sha256" && v == "UNSIGNED-PAYLOAD")
@@ -362,7 +366,8 @@ fn sigv4_unsigned_and_precomputed_payloads() {
             PayloadHash::Precomputed(hash.clone()),
             aws_time(),
         )
-        .unwrap();
+        .unwrap()
+        .headers;
     assert!(
         h.iter()
             .any(|(n, v)| *n == "x-amz-content-sha256" && *v == hash)

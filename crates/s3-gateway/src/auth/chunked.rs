@@ -10,7 +10,10 @@
 //! modes, `name:value` trailer lines (and `x-amz-trailer-signature`, signed
 //! over `AWS4-HMAC-SHA256-TRAILER` chained from the last chunk signature)
 //! and an empty line. An empty line between the last chunk and the
-//! trailers, as in AWS's published example, is accepted.
+//! trailers, as in AWS's published example, is accepted, and so is
+//! minio-go's form (each trailer line ended by LF alone, the block closed
+//! by an empty CRLF line, then the signature line in signed bodies, then
+//! the final empty line), which MinIO accepts and `mc` sends over HTTPS.
 //!
 //! Payload bytes are handed out as they arrive, before the signature of the
 //! chunk that carries them is checked (the check happens when the chunk
@@ -185,7 +188,21 @@ pub struct ChunkedDecoder {
     separator_skipped: bool,
     trailers: Trailers,
     trailer_signature: Option<Signature>,
+    /// The line just read ended in LF alone (only trailer lines may).
+    line_bare_lf: bool,
+    /// Where a block of LF-terminated trailer lines stands.
+    lf_block: LfBlock,
     error: Option<AuthError>,
+}
+
+/// minio-go's trailer block: lines ended by LF alone, closed by an empty
+/// CRLF line, after which the final empty line (or, in a signed body, the
+/// signature line) must still come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LfBlock {
+    None,
+    Open,
+    Closed,
 }
 
 impl ChunkedDecoder {
@@ -233,6 +250,8 @@ impl ChunkedDecoder {
             separator_skipped: false,
             trailers: Trailers::default(),
             trailer_signature: None,
+            line_bare_lf: false,
+            lf_block: LfBlock::None,
             error: None,
         }
     }
@@ -296,7 +315,7 @@ impl ChunkedDecoder {
         }
         match self.state {
             State::Done => Ok(self.trailers),
-            State::Trailer if self.line.is_empty() => {
+            State::Trailer if self.line.is_empty() && self.lf_block != LfBlock::Closed => {
                 self.end_of_trailers()?;
                 Ok(self.trailers)
             }
@@ -403,13 +422,15 @@ impl ChunkedDecoder {
             return Ok(None);
         }
         let mut line = std::mem::take(&mut self.line);
-        if line.pop() != Some(b'\r') {
-            return Err(match self.state {
-                State::Trailer => {
-                    AuthError::trailer_malformed("a trailer line does not end in CRLF")
-                }
-                _ => AuthError::chunk_malformed("a chunk header does not end in CRLF"),
-            });
+        self.line_bare_lf = false;
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        } else if self.state == State::Trailer {
+            self.line_bare_lf = true;
+        } else {
+            return Err(AuthError::chunk_malformed(
+                "a chunk header does not end in CRLF",
+            ));
         }
         Ok(Some(line))
     }
@@ -490,6 +511,22 @@ impl ChunkedDecoder {
     }
 
     fn trailer_line(&mut self, line: &[u8]) -> Result<(), AuthError> {
+        if self.line_bare_lf {
+            if line.is_empty() {
+                return Err(AuthError::trailer_malformed(
+                    "an empty trailer line ends in LF alone",
+                ));
+            }
+            if self.lf_block == LfBlock::Closed {
+                return Err(AuthError::trailer_malformed(
+                    "a trailer line follows the end of the trailer block",
+                ));
+            }
+            self.lf_block = LfBlock::Open;
+        } else if line.is_empty() && self.lf_block == LfBlock::Open {
+            self.lf_block = LfBlock::Closed;
+            return Ok(());
+        }
         let lines_expected = self.chain.is_some()
             || self
                 .declared_trailers
