@@ -12,6 +12,7 @@
 //! [`ResponseBody`] is the body of every response: empty, one buffer, or a
 //! stream fed by the task that reads the object.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -67,7 +68,9 @@ pub(crate) struct BodyChecks {
 pub(crate) struct BodyReader<B> {
     inner: B,
     mode: Option<Mode>,
-    pending: Bytes,
+    /// Payload received and not yet read: pieces of the frames, never
+    /// copied (a chunked frame yields one piece per chunk it carries).
+    pending: VecDeque<Bytes>,
     md5: Option<(md5x::Hasher, [u8; 16])>,
     checksum: Option<(Hasher, ChecksumAlgorithm, Expected)>,
     total: u64,
@@ -104,7 +107,7 @@ where
         BodyReader {
             inner,
             mode: Some(mode),
-            pending: Bytes::new(),
+            pending: VecDeque::new(),
             md5: checks.content_md5.map(|m| (content_md5(), m)),
             checksum: checks
                 .checksum
@@ -137,30 +140,39 @@ where
 
     fn absorb(&mut self, data: Bytes) -> Result<(), S3Error> {
         self.raw += data.len() as u64;
-        let payload = match self.mode.as_mut() {
-            Some(Mode::Plain) => data,
+        let before = self.pending.len();
+        match self.mode.as_mut() {
+            Some(Mode::Plain) => self.pending.push_back(data),
             Some(Mode::Sha256(v)) => {
                 v.update(&data);
-                data
+                self.pending.push_back(data);
             }
             Some(Mode::Chunked(d)) => {
-                let mut out = Vec::with_capacity(data.len());
-                d.decode_into(&data, &mut out)?;
-                Bytes::from(out)
+                // The decoder hands out the payload as slices of the frame:
+                // keep them as views of it rather than copies.
+                let mut rest = &data[..];
+                while !rest.is_empty() {
+                    let decoded = d.decode(rest)?;
+                    if !decoded.payload.is_empty() {
+                        self.pending.push_back(data.slice_ref(decoded.payload));
+                    }
+                    rest = &rest[decoded.consumed..];
+                }
             }
             None => return Err(S3Error::internal("body read after its end")),
-        };
-        self.total += payload.len() as u64;
+        }
+        for piece in self.pending.iter().skip(before) {
+            self.total += piece.len() as u64;
+            if let Some((h, _)) = &mut self.md5 {
+                h.update(piece);
+            }
+            if let Some((h, _, _)) = &mut self.checksum {
+                h.update(piece);
+            }
+        }
         if self.total > self.limit.0 {
             return Err(S3Error::new(self.limit.1));
         }
-        if let Some((h, _)) = &mut self.md5 {
-            h.update(&payload);
-        }
-        if let Some((h, _, _)) = &mut self.checksum {
-            h.update(&payload);
-        }
-        self.pending = payload;
         Ok(())
     }
 
@@ -235,9 +247,12 @@ where
             if this.failed {
                 return Poll::Ready(Err(io::Error::other("request body already failed")));
             }
-            if !this.pending.is_empty() {
-                let n = this.pending.len().min(buf.remaining());
-                buf.put_slice(&this.pending.split_to(n));
+            if let Some(piece) = this.pending.front_mut() {
+                let n = piece.len().min(buf.remaining());
+                buf.put_slice(&piece.split_to(n));
+                if piece.is_empty() {
+                    this.pending.pop_front();
+                }
                 return Poll::Ready(Ok(()));
             }
             if this.finished {
