@@ -1,6 +1,8 @@
 //! The harness in its quickest form (`harness --smoke`): starts the servers,
 //! runs every kind of phase in compare mode, writes the JSON, the run file
-//! and the doc block rendered from it. Not a speed test: it asserts that the harness works and that no
+//! and the doc block rendered from it. Bodies go as minio-go sends them
+//! (`--payload minio-go`: every 64 KiB chunk signed), so MinIO checks the
+//! load generator's chunk signatures independently of Tessera. Not a speed test: it asserts that the harness works and that no
 //! request failed. MinIO (`$TESSERA_MINIO`, else target/tools/bin/minio,
 //! installed by `cargo xtask tools`) is left out only when its binary is
 //! absent and `TESSERA_REQUIRE_MINIO` is unset.
@@ -51,6 +53,8 @@ fn harness_smoke() {
         "--workdir".into(),
         work.display().to_string(),
         "--keep".into(),
+        "--payload".into(),
+        "minio-go".into(),
     ];
     if with_minio {
         args.push("--minio".into());
