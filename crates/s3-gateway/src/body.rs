@@ -247,6 +247,11 @@ where
             if this.failed {
                 return Poll::Ready(Err(io::Error::other("request body already failed")));
             }
+            // An empty frame leaves an empty piece: handing out zero bytes
+            // would read as the end of the body.
+            while this.pending.front().is_some_and(Bytes::is_empty) {
+                this.pending.pop_front();
+            }
             if let Some(piece) = this.pending.front_mut() {
                 let n = piece.len().min(buf.remaining());
                 buf.put_slice(&piece.split_to(n));
@@ -605,6 +610,52 @@ mod tests {
         assert!(body.is_end_stream());
         assert_eq!(body.size_hint().exact(), Some(0));
         assert!(body.frame().await.is_none());
+    }
+
+    /// A request body of the given frames.
+    struct Frames(std::collections::VecDeque<Bytes>);
+
+    impl Body for Frames {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
+        }
+    }
+
+    async fn read_all(frames: &[&[u8]], payload: Payload) -> io::Result<Vec<u8>> {
+        use tokio::io::AsyncReadExt;
+        let checks = BodyChecks {
+            payload,
+            content_md5: None,
+            checksum: None,
+            limit: (1 << 30, "EntityTooLarge"),
+            idle_timeout: Duration::from_secs(5),
+            min_rate: None,
+        };
+        let body = Frames(frames.iter().map(|f| Bytes::copy_from_slice(f)).collect());
+        let mut reader = BodyReader::new(body, checks);
+        let mut out = Vec::new();
+        reader.read_to_end(&mut out).await?;
+        Ok(out)
+    }
+
+    #[tokio::test]
+    async fn empty_frames_do_not_end_the_body() {
+        let plain = read_all(&[b"ab", b"", b"cd", b""], Payload::Unsigned).await;
+        assert_eq!(plain.unwrap(), b"abcd");
+        // A chunked body split anywhere, empty frames between: the payload
+        // comes out whole, from views of the frames.
+        let decoder = ChunkedDecoder::unsigned(Some(7), vec![], Default::default());
+        let chunked = read_all(
+            &[b"3\r\nab", b"", b"c\r\n4\r\ndefg\r", b"\n0\r\n", b"\r\n"],
+            Payload::Chunked(Box::new(decoder)),
+        )
+        .await;
+        assert_eq!(chunked.unwrap(), b"abcdefg");
     }
 
     #[tokio::test]

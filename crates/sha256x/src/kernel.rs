@@ -81,7 +81,8 @@ impl Kernel {
                     4 => lanes::<4>(states, data, blocks),
                     3 => lanes::<3>(states, data, blocks),
                     2 => lanes::<2>(states, data, blocks),
-                    _ => lanes::<1>(states, data, blocks),
+                    1 => lanes::<1>(states, data, blocks),
+                    _ => {}
                 }
             },
             Imp::Portable => {
@@ -102,10 +103,10 @@ impl Kernel {
         portable::digest_bytes(&st[0])
     }
 
-    /// The SHA-256 of each of `messages` into `out`, hashed [`lanes`]
-    /// (Self::lanes) at a time where they have whole blocks in common (the
-    /// lengths may differ; equal lengths, the case this is for, share every
-    /// block but the padded tail).
+    /// The SHA-256 of each of `messages` into `out`, hashed
+    /// [`lanes`](Self::lanes) at a time where they have whole blocks in
+    /// common (the lengths may differ; equal lengths, the case this is for,
+    /// share every block but the padded tail).
     ///
     /// # Panics
     /// If `messages.len() != out.len()`.
@@ -132,6 +133,8 @@ impl Kernel {
 
 /// The widest kernel's lane count.
 const MAX_LANES: usize = 4;
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(crate::shani::LANES <= MAX_LANES);
 
 /// Packs the first `N` states and inputs for the SHA-NI kernel and runs it.
 ///

@@ -106,3 +106,11 @@ fn short_lane_inputs_are_refused() {
     let mut st = [sha256x::IV];
     Kernel::detect().compress_lanes(&mut st, &[&[0u8; 63]], 1);
 }
+
+#[test]
+fn nothing_to_hash_is_nothing() {
+    for k in Kernel::supported() {
+        k.compress_lanes(&mut [], &[], 3);
+        k.digest_many(&[], &mut []);
+    }
+}

@@ -13,16 +13,18 @@
 //! trailers, as in AWS's published example, is accepted, and so is
 //! minio-go's form (each trailer line ended by LF alone, the block closed
 //! by an empty CRLF line, then the signature line in signed bodies, then
-//! the final empty line), which MinIO accepts and `mc` sends over HTTPS.
+//! the final empty line), which MinIO accepts and minio-go sends when a
+//! program turns its trailing headers on.
 //!
 //! Payload bytes are handed out as they arrive, before the signature of the
 //! chunk that carries them is checked: a caller must treat what it
 //! received as unauthenticated until [`ChunkedDecoder::finish`] returns
 //! `Ok`, exactly as with a body checked against `x-amz-content-sha256`.
-//! Chunks of up to 256 KiB are checked in pairs (their data copied aside
-//! until the next chunk ends, then both hashed at once), larger ones as
-//! their data passes; either way in order, every one before the final
-//! chunk's and the trailers' signatures.
+//! Signed chunks of up to 128 KiB are checked in groups of up to four
+//! (their data copied aside until the group is full or a larger chunk or
+//! the end comes, then hashed together), larger ones as their data passes;
+//! either way in order, every one before the final chunk's and the
+//! trailers' signatures. A request holds at most five such buffers.
 
 use sha2::{Digest, Sha256};
 
@@ -342,7 +344,7 @@ impl ChunkedDecoder {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
-        // A chunk still waiting for its pair (the body ended early) is
+        // Chunks still waiting for a full group (the body ended early) are
         // checked first: a forged chunk is reported as such.
         self.verify_held()?;
         match self.state {
