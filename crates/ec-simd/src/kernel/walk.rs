@@ -337,6 +337,65 @@ mod tests {
         assert!(!descending(&short_in, &[&mut b[16..80]], 64));
     }
 
+    /// Every byte of every output is computed from every input exactly
+    /// once: the first pass over an output window overwrites it, the later
+    /// ones (the rest of the inputs, in order, right after it) add to it;
+    /// windows go up; streaming shapes keep to 8 inputs and 4 outputs a
+    /// pass and never walk down.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn passes_cover_every_output_byte_from_every_input_once() {
+        let shapes = [(4, 2), (8, 4), (9, 3), (12, 4), (16, 4), (16, 16), (3, 9)];
+        for (cols, rows) in shapes {
+            for len in [1000, STREAM_LEN - 1, STREAM_LEN, STREAM_LEN + 65] {
+                let ins: Vec<Vec<u8>> = (0..cols).map(|_| vec![0u8; len]).collect();
+                let mut outs: Vec<Vec<u8>> = (0..rows).map(|_| vec![0u8; len]).collect();
+                let ins: Vec<&[u8]> = ins.iter().map(Vec::as_slice).collect();
+                let outs: Vec<&mut [u8]> = outs.iter_mut().map(Vec::as_mut_slice).collect();
+                let plan = Plan::new(&ins, &outs, len, 6, 64, 16, |g| 64 * g);
+                let streaming = len >= STREAM_LEN;
+                // For each output row, each byte: the inputs summed so far.
+                let mut seen = vec![vec![0u32; len]; rows];
+                let passes: Vec<Pass> = plan.passes(rows, cols, len).collect();
+                let mut last_start = 0;
+                for (n, p) in passes.iter().enumerate() {
+                    let what = format!("{cols}+{rows}, {len} bytes, pass {n}: {p:?}");
+                    assert!(p.start < p.end && p.end <= len, "{what}");
+                    assert!(p.start >= last_start, "windows go up: {what}");
+                    last_start = p.start;
+                    assert!(p.g >= 1 && p.o0 + p.g <= rows, "{what}");
+                    assert!(p.ni >= 1 && p.i0 + p.ni <= cols, "{what}");
+                    assert_eq!(p.first, p.i0 == 0, "{what}");
+                    if streaming {
+                        assert!(p.ni <= STREAM_INPUTS && p.g <= STREAM_OUTPUTS, "{what}");
+                        assert!(!p.down, "{what}");
+                    } else {
+                        assert_eq!((p.i0, p.ni), (0, cols), "one pass in cache: {what}");
+                    }
+                    if !p.first {
+                        // The group's previous pass is the one just before.
+                        let q = passes[n - 1];
+                        assert_eq!(
+                            (q.o0, q.g, q.start, q.end, q.i0 + q.ni),
+                            (p.o0, p.g, p.start, p.end, p.i0),
+                            "{what}"
+                        );
+                    }
+                    for row in &mut seen[p.o0..p.o0 + p.g] {
+                        for b in &mut row[p.start..p.end] {
+                            assert_eq!(*b as usize, p.i0, "{what}");
+                            *b += p.ni as u32;
+                        }
+                    }
+                }
+                assert!(
+                    seen.iter().flatten().all(|&b| b as usize == cols),
+                    "{cols}+{rows}, {len} bytes: some byte is not computed from every input once"
+                );
+            }
+        }
+    }
+
     #[test]
     fn groups_are_balanced_and_cover() {
         for rows in 0..40 {
