@@ -4,7 +4,8 @@
 //! minio-go (and so `mc`) sends a PutObject over plain HTTP as
 //! `STREAMING-AWS4-HMAC-SHA256-PAYLOAD`: 64 KiB chunks, each signed over
 //! the SHA-256 of its data and the previous chunk's signature, so the
-//! server hashes every byte. Over HTTPS it sends
+//! server hashes every byte. Over HTTPS it sends `UNSIGNED-PAYLOAD`, or,
+//! when a program turns its trailing headers on (mc does not),
 //! `STREAMING-UNSIGNED-PAYLOAD-TRAILER` with a CRC32C of the whole body in
 //! the trailer (`api.go` `newRequest`, `pkg/signer` of minio-go). The AWS
 //! SDKs send aws-chunked bodies with an unsigned CRC32 trailer. These
@@ -43,8 +44,8 @@ pub enum PayloadMode {
     /// aws-chunked, `STREAMING-UNSIGNED-PAYLOAD-TRAILER`, CRC32C trailer
     /// written as minio-go writes it.
     Crc32cTrailer,
-    /// As minio-go and mc send PutObject: `streaming` over HTTP,
-    /// `crc32c-trailer` over HTTPS.
+    /// As minio-go and mc send PutObject by default: `streaming` over
+    /// HTTP, `unsigned` over HTTPS.
     MinioGo,
     /// As the AWS SDKs send PutObject: `crc32-trailer`.
     AwsSdk,
@@ -55,11 +56,11 @@ impl PayloadMode {
     pub fn framing(self, https: bool) -> Framing {
         match self {
             PayloadMode::Unsigned => Framing::Unsigned,
+            PayloadMode::MinioGo if https => Framing::Unsigned,
             PayloadMode::Signed => Framing::Signed,
             PayloadMode::Streaming => Framing::Streaming,
             PayloadMode::Crc32Trailer | PayloadMode::AwsSdk => Framing::Trailer(Trailer::Crc32),
             PayloadMode::Crc32cTrailer => Framing::Trailer(Trailer::Crc32cMinioGo),
-            PayloadMode::MinioGo if https => Framing::Trailer(Trailer::Crc32cMinioGo),
             PayloadMode::MinioGo => Framing::Streaming,
         }
     }
@@ -371,10 +372,7 @@ mod tests {
     #[test]
     fn modes_resolve_by_scheme() {
         assert_eq!(PayloadMode::MinioGo.framing(false), Framing::Streaming);
-        assert_eq!(
-            PayloadMode::MinioGo.framing(true),
-            Framing::Trailer(Trailer::Crc32cMinioGo)
-        );
+        assert_eq!(PayloadMode::MinioGo.framing(true), Framing::Unsigned);
         assert_eq!(
             PayloadMode::AwsSdk.framing(false),
             Framing::Trailer(Trailer::Crc32)

@@ -175,7 +175,7 @@ pub struct WorkArgs {
     /// `signed` (the body's SHA-256), `streaming` (every 64 KiB chunk
     /// signed), `crc32-trailer` / `crc32c-trailer` (aws-chunked with an
     /// unsigned checksum trailer), `minio-go` (as minio-go and mc send:
-    /// streaming over HTTP, crc32c-trailer over HTTPS), `aws-sdk` (as the
+    /// streaming over HTTP, unsigned over HTTPS), `aws-sdk` (as the
     /// AWS SDKs send: crc32-trailer).
     #[arg(long, value_enum, default_value_t = PayloadMode::Unsigned)]
     pub payload: PayloadMode,
