@@ -572,18 +572,21 @@ impl ChunkedDecoder {
         let (Some(chain), Some(kernel)) = (self.chain.as_mut(), self.group) else {
             return Ok(());
         };
-        if self.held.is_empty() {
-            return Ok(());
-        }
-        let mut hashes = vec![[0u8; 32]; self.held.len()];
-        {
-            let messages: Vec<&[u8]> = self.held.iter().map(|(d, _)| d.as_slice()).collect();
-            kernel.digest_many(&messages, &mut hashes);
-        }
-        for ((mut data, claimed), hash) in self.held.drain(..).zip(hashes.iter()) {
-            chain.verify_chunk(hash, claimed)?;
-            data.clear();
-            self.spare.push(data);
+        // A group at a time (`end_of_chunk_data` holds at most one), from
+        // arrays: no allocation per group.
+        while !self.held.is_empty() {
+            let n = self.held.len().min(GROUP_MAX_LANES);
+            let mut hashes = [[0u8; 32]; GROUP_MAX_LANES];
+            let mut messages: [&[u8]; GROUP_MAX_LANES] = [&[]; GROUP_MAX_LANES];
+            for (m, (d, _)) in messages.iter_mut().zip(&self.held[..n]) {
+                *m = d;
+            }
+            kernel.digest_many(&messages[..n], &mut hashes[..n]);
+            for ((mut data, claimed), hash) in self.held.drain(..n).zip(&hashes[..n]) {
+                chain.verify_chunk(hash, claimed)?;
+                data.clear();
+                self.spare.push(data);
+            }
         }
         Ok(())
     }
