@@ -151,6 +151,17 @@ impl AlignedBuf {
         })
     }
 
+    /// A buffer of no capacity (no allocation): what a
+    /// [`ShardWriter`](crate::ShardWriter) that keeps the buffer it was
+    /// given hands back in its place.
+    pub fn empty() -> Self {
+        AlignedBuf {
+            raw: None,
+            len: 0,
+            pool: None,
+        }
+    }
+
     /// Allocates a buffer holding a copy of `data`.
     pub fn from_slice(data: &[u8]) -> Result<Self> {
         let mut buf = Self::with_capacity(data.len())?;
@@ -260,6 +271,15 @@ impl Deref for AlignedBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         &self.capacity_slice()[..self.len]
+    }
+}
+
+/// The content (`0..len`), so that a buffer can back a `Bytes` without a
+/// copy (`Bytes::from_owner`): the allocation goes (or back to its pool)
+/// when the last view of it is dropped.
+impl AsRef<[u8]> for AlignedBuf {
+    fn as_ref(&self) -> &[u8] {
+        self
     }
 }
 

@@ -142,11 +142,15 @@ pub type DirEntryName = String;
 /// poisoned and every further call fails with
 /// [`DriveError::Poisoned`](crate::DriveError::Poisoned).
 pub trait ShardWriter: Send {
-    /// Appends `buf[..]` to the file; returns the buffer (emptied) for reuse.
+    /// Appends `buf[..]` to the file; returns the buffer (emptied) for
+    /// reuse, or, from a writer that keeps `buf` until its bytes are sent
+    /// (a drive on another node), [`AlignedBuf::empty`] in its place: a
+    /// caller that refills what comes back checks its capacity.
     fn write(&mut self, buf: AlignedBuf) -> BoxFuture<'_, Result<AlignedBuf>>;
     /// Appends every buffer of `bufs`, in order, as calls of
     /// [`write`](Self::write) one after the other would (same checks, same
-    /// poisoning); returns the buffers (emptied). A writer may need fewer
+    /// poisoning); returns the buffers given back (emptied; fewer, or none,
+    /// from a writer that keeps them as `write` says). A writer may need fewer
     /// system calls for it: the local drive writes whole blocks of several
     /// buffers with one `pwritev`.
     fn write_many(&mut self, bufs: Vec<AlignedBuf>) -> BoxFuture<'_, Result<Vec<AlignedBuf>>> {

@@ -284,6 +284,10 @@ async fn write_stream(
             data = &data[took..];
             if buf.remaining() == 0 {
                 buf = writer.write(buf).await.map_err(Some)?;
+                if buf.capacity() == 0 {
+                    // The writer kept the buffer (see ShardWriter::write).
+                    buf = AlignedBuf::with_capacity(SERVER_CHUNK).map_err(Some)?;
+                }
             }
         }
     }
@@ -567,5 +571,45 @@ mod tests {
             1,
             "one batch for eight reads"
         );
+    }
+    /// A shard write to another node sends the caller's buffers themselves:
+    /// `write` gives back no buffer, and each pooled one returns to its
+    /// pool once the connection has sent it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn remote_shard_writes_send_the_buffers_themselves() {
+        let dir = tempfile::tempdir().unwrap();
+        let served: Arc<dyn Drive> = Arc::new(
+            LocalDrive::open(dir.path().to_owned(), LocalDriveConfig::default())
+                .await
+                .unwrap(),
+        );
+        let (addr, _accept) = serve(served).await;
+        let d = RemoteDrive::new(PeerBatch::new(peer(&addr)), 7, "d7".into());
+        d.make_volume("zc").await.unwrap();
+        let pool = drive::BufferPool::new(256 << 10, 4, 4).unwrap();
+        let data: Vec<u8> = (0..3 * (256 << 10) + 999u32)
+            .map(|i| (i * 7 % 253) as u8)
+            .collect();
+        let mut w = d
+            .create_file("zc", "f", Some(data.len() as u64))
+            .await
+            .unwrap();
+        let mut chunks = data.chunks(256 << 10);
+        let first = chunks.next().unwrap();
+        let mut buf = pool.get().await.unwrap();
+        buf.extend_from_slice(first);
+        let back = w.write(buf).await.unwrap();
+        assert_eq!(back.capacity(), 0, "the writer kept the buffer");
+        let mut bufs = Vec::new();
+        for c in chunks {
+            let mut b = pool.get().await.unwrap();
+            b.extend_from_slice(c);
+            bufs.push(b);
+        }
+        assert!(w.write_many(bufs).await.unwrap().is_empty());
+        assert_eq!(w.finish().await.unwrap(), data.len() as u64);
+        // Sent and confirmed: every buffer is back in the pool.
+        assert_eq!(pool.outstanding(), 0);
+        assert!(d.read_all("zc", "f", 1 << 22).await.unwrap() == data);
     }
 }

@@ -710,26 +710,46 @@ impl RemoteWriter {
     }
 }
 
+impl RemoteWriter {
+    /// Queues `buf` itself on the call's body (no copy): the connection
+    /// writes from it, and it goes back to its pool once sent.
+    async fn send(&mut self, buf: AlignedBuf) -> drive::Result<()> {
+        if self.poisoned {
+            return Err(DriveError::Poisoned);
+        }
+        let Some(tx) = &self.tx else {
+            return Err(DriveError::Poisoned);
+        };
+        // Poisoned until the bytes are queued: a write cancelled by its
+        // deadline leaves the stream in an unknown state.
+        self.poisoned = true;
+        let n = buf.len();
+        if n > 0 && tx.send(Bytes::from_owner(buf)).await.is_err() {
+            return Err(self.reason().await);
+        }
+        self.poisoned = false;
+        self.written += n as u64;
+        Ok(())
+    }
+}
+
 impl ShardWriter for RemoteWriter {
-    fn write(&mut self, mut buf: AlignedBuf) -> BoxFuture<'_, drive::Result<AlignedBuf>> {
+    fn write(&mut self, buf: AlignedBuf) -> BoxFuture<'_, drive::Result<AlignedBuf>> {
         Box::pin(async move {
-            if self.poisoned {
-                return Err(DriveError::Poisoned);
+            self.send(buf).await?;
+            Ok(AlignedBuf::empty())
+        })
+    }
+
+    fn write_many(
+        &mut self,
+        bufs: Vec<AlignedBuf>,
+    ) -> BoxFuture<'_, drive::Result<Vec<AlignedBuf>>> {
+        Box::pin(async move {
+            for buf in bufs {
+                self.send(buf).await?;
             }
-            let Some(tx) = &self.tx else {
-                return Err(DriveError::Poisoned);
-            };
-            // Poisoned until the bytes are queued: a write cancelled by its
-            // deadline leaves the stream in an unknown state.
-            self.poisoned = true;
-            let n = buf.len();
-            if n > 0 && tx.send(Bytes::copy_from_slice(&buf)).await.is_err() {
-                return Err(self.reason().await);
-            }
-            self.poisoned = false;
-            self.written += n as u64;
-            buf.clear();
-            Ok(buf)
+            Ok(Vec::new())
         })
     }
 
