@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use drive::{AlignedBuf, Drive, DriveError, ShardWriter};
+use drive::{AlignedBuf, BufferPool, Drive, DriveError, ShardWriter, align_up};
 use http::{Request, Response};
 use hyper::body::Incoming;
 use rpc::RpcBody;
@@ -20,7 +20,16 @@ use super::wire::{self, Dec, Enc, WireError};
 pub struct DriveServer {
     /// Layout index -> drive.
     drives: HashMap<u32, Arc<dyn Drive>>,
+    /// Buffers of ranged reads by capacity, reused: a read's buffer is
+    /// sent as it is and comes back once the connection has sent it.
+    read_pools: std::sync::Mutex<HashMap<usize, BufferPool>>,
 }
+
+/// Capacities of ranged reads given pools (further sizes get a buffer of
+/// their own); buffers out per pool at most, and kept idle per pool.
+const READ_POOL_CLASSES: usize = 16;
+const READ_POOL_OUT: usize = 64;
+const READ_POOL_IDLE: usize = 16;
 
 /// The unary methods, as `drive.<name>`.
 const UNARY: &[&str] = &[
@@ -46,6 +55,7 @@ impl DriveServer {
     pub fn new(drives: impl IntoIterator<Item = (u32, Arc<dyn Drive>)>) -> DriveServer {
         DriveServer {
             drives: drives.into_iter().collect(),
+            read_pools: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -62,6 +72,11 @@ impl DriveServer {
         service.unary("drive.batch", move |_, body: Bytes| {
             let me = Arc::clone(&me);
             async move { me.serve_batch(body).await }
+        });
+        let me = Arc::clone(self);
+        service.streaming("drive.read_at", move |_, req| {
+            let me = Arc::clone(&me);
+            async move { me.serve_read(req).await }
         });
         let me = Arc::clone(self);
         service.streaming("drive.create_file", move |_, req| {
@@ -212,6 +227,74 @@ impl DriveServer {
         }
         d.end().map_err(m)?;
         Ok(out)
+    }
+
+    /// A buffer for a ranged read of `len` bytes: from the pool of its
+    /// capacity while it has one (no zeroing, no fresh pages).
+    fn read_buffer(&self, len: usize) -> Result<AlignedBuf, DriveError> {
+        let cap = align_up(len.max(1));
+        let pool = {
+            let mut pools = self.read_pools.lock().unwrap_or_else(|e| e.into_inner());
+            match pools.get(&cap) {
+                Some(p) => Some(p.clone()),
+                None if pools.len() < READ_POOL_CLASSES => {
+                    let p = BufferPool::new(cap, READ_POOL_OUT, READ_POOL_IDLE)?;
+                    pools.insert(cap, p.clone());
+                    Some(p)
+                }
+                None => None,
+            }
+        };
+        match pool.as_ref().and_then(BufferPool::try_get) {
+            Some(buf) => buf,
+            None => AlignedBuf::with_capacity(cap),
+        }
+    }
+
+    /// `drive.read_at`: a ranged read whose bytes travel as the buffer the
+    /// drive read them into. The answer is a framed `[OK] u64 n`, then `n`
+    /// raw bytes; or a framed error.
+    async fn serve_read(self: Arc<Self>, req: Request<Incoming>) -> Response<RpcBody> {
+        let mut incoming = Messages::new(req.into_body());
+        let read = async {
+            let args = match tokio::time::timeout(STREAM_IDLE, incoming.next(MAX_ARGS)).await {
+                Ok(Ok(Some(a))) => a,
+                Ok(Err(e)) => return Err(malformed(WireError(e))),
+                _ => return Err(malformed(WireError("no arguments".into()))),
+            };
+            let mut d = Dec::new(&args);
+            let drive = self.drive(&mut d)?;
+            let (vol, path) = (
+                d.string().map_err(malformed)?,
+                d.string().map_err(malformed)?,
+            );
+            let offset = d.u64().map_err(malformed)?;
+            let len = usize::try_from(d.u64().map_err(malformed)?).unwrap_or(usize::MAX);
+            d.end().map_err(malformed)?;
+            if len > MAX_READ {
+                return Err(DriveError::InvalidArgument(format!(
+                    "a read of {len} bytes (at most {MAX_READ} per call)"
+                )));
+            }
+            let buf = self.read_buffer(len)?;
+            let (mut buf, n) = drive.read_file_at(&vol, &path, offset, len, buf).await?;
+            buf.set_len(n);
+            Ok(buf)
+        };
+        match read.await {
+            Ok(buf) => {
+                let mut head = Enc::new();
+                head.u64(buf.len() as u64);
+                let (tx, body) = rpc::channel(2);
+                // The channel has room for both.
+                let _ = tx.send(framed(&answer(Ok(head)))).await;
+                if !buf.is_empty() {
+                    let _ = tx.send(Bytes::from_owner(buf)).await;
+                }
+                Response::new(body)
+            }
+            Err(e) => Response::new(rpc::full(framed(&answer(Err(e))))),
+        }
     }
 
     /// `drive.create_file`: answers at once with a streamed body; a task
@@ -611,5 +694,28 @@ mod tests {
         // Sent and confirmed: every buffer is back in the pool.
         assert_eq!(pool.outstanding(), 0);
         assert!(d.read_all("zc", "f", 1 << 22).await.unwrap() == data);
+
+        // Ranged reads: the bytes, fewer at the end, none past it, and the
+        // drive's own error.
+        for (off, len) in [(0usize, 1usize), (4095, 300_001), (data.len() - 10, 4096)] {
+            let buf = AlignedBuf::with_capacity(len).unwrap();
+            let (buf, n) = d
+                .read_file_at("zc", "f", off as u64, len, buf)
+                .await
+                .unwrap();
+            assert_eq!(n, len.min(data.len() - off));
+            assert!(buf[..] == data[off..off + n], "read {off}+{len}");
+        }
+        let buf = AlignedBuf::with_capacity(10).unwrap();
+        let (buf, n) = d
+            .read_file_at("zc", "f", data.len() as u64 + 5, 10, buf)
+            .await
+            .unwrap();
+        assert_eq!((n, buf.len()), (0, 0));
+        let buf = AlignedBuf::with_capacity(10).unwrap();
+        assert!(matches!(
+            d.read_file_at("zc", "missing", 0, 10, buf).await,
+            Err(DriveError::FileNotFound)
+        ));
     }
 }

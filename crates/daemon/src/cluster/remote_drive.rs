@@ -4,11 +4,17 @@
 //! named by its index in the cluster's layout; `drive_server.rs` is the
 //! callee's, serving this node's drives under the methods `drive.*`. Every
 //! operation is one unary call (its arguments and answer encoded by
-//! `wire.rs`) except the streamed shard write, `drive.create_file`, whose
-//! request body carries the shard's bytes under HTTP/2 flow control while
-//! its answer says first whether the file opened, then, after the last
-//! byte, what `finish` returned. A ranged read is one call that answers
-//! the bytes; a sequential reader is made of such calls.
+//! `wire.rs`) except the shard data:
+//! - the streamed shard write, `drive.create_file`, whose request body
+//!   carries the shard's bytes under HTTP/2 flow control while its answer
+//!   says first whether the file opened, then, after the last byte, what
+//!   `finish` returned. The caller's buffers are the body (no copy);
+//! - the ranged read, `drive.read_at`, answered with a short head and then
+//!   the buffer the drive read into (no copy); the caller copies the
+//!   frames once, into its own buffer. A sequential reader is made of such
+//!   calls. The unary `drive.read_file_at` (the bytes inside the answer)
+//!   is still served, for callers of earlier builds during a rolling
+//!   upgrade.
 //!
 //! Small calls are batched: the calls a request makes at once to the
 //! drives of one node (the `xl.meta` of each of its drives, their
@@ -534,16 +540,43 @@ impl Drive for RemoteDrive {
             }
             let mut a = self.args();
             a.str(volume).str(path).u64(offset).u64(len as u64);
-            let b = self.call_alone("read_file_at", a).await?;
-            if b.len() > len {
+            let resp = self
+                .batch
+                .peer
+                .stream("drive.read_at", rpc::full(framed(&a.0)), None)
+                .await
+                .map_err(call_error)?;
+            let mut answer = Messages::new(resp.into_body());
+            let head = answer
+                .next(MAX_ARGS)
+                .await
+                .map_err(|e| stream_error(&e))?
+                .ok_or_else(|| stream_error("the drive answered nothing"))?;
+            let n = Dec::new(open_answer(&head)?).u64().map_err(malformed)?;
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            if n > len {
                 return Err(malformed(WireError(format!(
-                    "{} bytes answered to a read of {len}",
-                    b.len()
+                    "{n} bytes answered to a read of {len}"
                 ))));
             }
-            buf.capacity_mut()[..b.len()].copy_from_slice(&b);
-            buf.set_len(b.len());
-            Ok((buf, b.len()))
+            // The frames go straight into the caller's buffer: the one copy
+            // between the connection and the reader.
+            let mut filled = 0;
+            while let Some(frame) = answer.raw().await {
+                let frame = frame.map_err(|e| stream_error(&e))?;
+                if frame.len() > n - filled {
+                    return Err(malformed(WireError(format!(
+                        "more than the {n} bytes announced for a read"
+                    ))));
+                }
+                buf.capacity_mut()[filled..filled + frame.len()].copy_from_slice(&frame);
+                filled += frame.len();
+            }
+            if filled != n {
+                return Err(stream_error("the read's answer ended early"));
+            }
+            buf.set_len(n);
+            Ok((buf, n))
         })
     }
 

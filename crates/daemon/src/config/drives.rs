@@ -34,6 +34,10 @@ pub struct ClusterNodes {
     pub nodes: Vec<String>,
     /// Which of them this node is.
     pub me: usize,
+    /// How many of them run on this machine (this one included, at least
+    /// 1): they share its memory, and each sizes its memory defaults to
+    /// its share.
+    pub here: usize,
     /// Every drive endpoint, canonical, in order: what the nodes must
     /// agree on.
     pub endpoints: Vec<String>,
@@ -204,6 +208,7 @@ fn cluster_nodes(
         ));
     }
     let mut nodes: Vec<String> = Vec::new();
+    let mut here: Vec<usize> = Vec::new();
     let mut me = None;
     for e in all {
         let name = format!(
@@ -218,6 +223,9 @@ fn cluster_nodes(
                 nodes.len() - 1
             }
         };
+        if e.host().is_some_and(|h| local.is_local(h)) && !here.contains(&i) {
+            here.push(i);
+        }
         if is_local(e) {
             match me {
                 Some(m) if m != i => {
@@ -242,6 +250,7 @@ fn cluster_nodes(
     Ok(ClusterNodes {
         nodes,
         me,
+        here: here.len().max(1),
         endpoints: all.iter().map(|e| e.to_string()).collect(),
         layout: Vec::new(),
     })

@@ -95,6 +95,7 @@ fn endpoints_and_layout() {
     let cluster = c.drives.cluster.unwrap();
     assert_eq!(cluster.nodes.len(), 4);
     assert_eq!((cluster.me, cluster.nodes[0].as_str()), (0, "node1:9000"));
+    assert_eq!(cluster.here, 1, "one node per machine");
     // With ellipses, consecutive drives of a set are on different nodes.
     let nodes: Vec<usize> = cluster.layout.iter().take(5).map(|d| d.node).collect();
     assert_eq!(nodes, [0, 1, 2, 3, 0]);
@@ -117,6 +118,7 @@ fn endpoints_and_layout() {
         ]
     );
     assert_eq!(cluster.me, 1);
+    assert_eq!(cluster.here, 4, "four nodes share this machine");
     assert_eq!(cluster.endpoints.len(), 16);
     assert_eq!(c.drives.pools[0].len(), 4);
     assert_eq!(c.drives.pools[0][0], PathBuf::from("/srv/n2/d1"));
@@ -379,4 +381,19 @@ fn drive_deadline_settings() {
     assert_eq!(c.drive_deadline.op_timeout, Duration::from_secs(2));
     assert!(resolve(&["/d"], &[("TESSERA_DRIVE_TIMEOUT", "0s")]).is_err());
     assert!(resolve(&["/d"], &[("TESSERA_DRIVE_TIMEOUT", "forever")]).is_err());
+}
+
+/// Nodes of a cluster on this machine share its memory: they are counted
+/// by host (any port), this node included.
+#[test]
+fn nodes_on_this_machine_are_counted() {
+    let args: Vec<String> = ["node1:9000", "node1:9001", "node2:9000", "node2:9001"]
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| (1..=4).map(move |d| format!("http://{n}/srv/n{i}/d{d}")))
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let c = resolve(&args, &[]).unwrap();
+    let cluster = c.drives.cluster.unwrap();
+    assert_eq!((cluster.nodes.len(), cluster.me, cluster.here), (4, 0, 2));
 }
