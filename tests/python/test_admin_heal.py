@@ -18,7 +18,8 @@ real `mc` against a real `tessera server`.
   token, a second start on a running path, an overlapping path,
   `--force-stop`, a missing bucket, options not implemented.
 - A four-node cluster: a speed set through one node holds on every node,
-  and a heal through one node rebuilds another node's drives.
+  a heal through one node rebuilds another node's drives, and a heal
+  sequence is polled through any node.
 """
 
 import json
@@ -31,6 +32,7 @@ import time
 import unittest
 import urllib.request
 import xml.etree.ElementTree as ET
+from urllib.parse import quote
 
 from s3util import client, raw_request
 from test_admin_info import McAdminCase
@@ -367,6 +369,35 @@ class ClusterHealTests(unittest.TestCase):
         out = cluster_mc(c, 1, "--quiet", "admin", "heal", f"c/{bucket}")
         self.assertRegex(out, r"Healed:\s+2/2 objects;")
         self.assertEqual([read_tree(p) for p in node4], saved)
+
+        # A heal started through node 1 and polled through the others, as
+        # behind a load balancer: its token names node 1, whose sequence
+        # answers every poll (its items numbered on, none lost or repeated).
+        def node(i):
+            return f"http://{c.name(i)}"
+        r = raw_request(node(0), "POST", HEAL + bucket, body=json.dumps({"recursive": True}).encode())
+        self.assertEqual(r.status, 200, r)
+        token = json.loads(r.body)["clientToken"]
+        self.assertTrue(token.endswith(":0"), token)
+        items, polls, deadline = [], 0, time.monotonic() + 60
+        while True:
+            polls += 1
+            r = raw_request(node(polls % 4), "POST", HEAL + bucket, "clientToken=" + quote(token, safe=""))
+            self.assertEqual(r.status, 200, (polls, r))
+            status = json.loads(r.body)
+            items += status.get("items", [])
+            if status["summary"] == "finished":
+                break
+            self.assertEqual(status["summary"], "running", status)
+            self.assertLess(time.monotonic(), deadline, status)
+            time.sleep(0.2)
+        self.assertEqual([i["resultId"] for i in items], list(range(1, len(items) + 1)), items)
+        self.assertEqual(sorted(i["object"] for i in items if i["type"] == "object"), ["a", "b"])
+        # A wrong token is refused by the node it names; a node the cluster
+        # does not have names no sequence.
+        for i, bad in ((2, "not-the-token:0"), (3, f"{token.split(':')[0]}:9")):
+            r = raw_request(node(i), "POST", HEAL + bucket, "clientToken=" + quote(bad, safe=""))
+            self.assertEqual((r.status, code_of(r.body)), (400, "XMinioHealInvalidClientToken"), r)
 
         cluster_mc(c, 2, "admin", "config", "reset", "c", "scanner")
         for i in range(4):

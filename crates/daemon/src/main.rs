@@ -359,27 +359,31 @@ pub(crate) fn layer_options(cfg: &ServerConfig) -> (LayerOptions, u64, u64, Opti
         "shard buffers in transparent huge pages (TESSERA_HUGE_PAGES)"
     );
     // The memory available at start sizes the defaults of the read cache
-    // and of the requests served at once (4 GiB assumed where unknown),
-    // shared evenly among the cluster's nodes on this machine.
+    // and of the requests served at once (4 GiB assumed where unknown).
+    // The requests' bound is a hard one: nodes of the cluster on this
+    // machine each take their share of its memory for it. The read cache
+    // gives memory back whenever the machine runs short (whoever uses it),
+    // so each node sizes it from the whole.
     let here = cfg.drives.cluster.as_ref().map_or(1, |c| c.here.max(1));
     let available = memory::available();
-    let assumed = available.unwrap_or(4 << 30) / here as u64;
+    let machine = available.unwrap_or(4 << 30);
+    let assumed = machine / here as u64;
     if here > 1 {
         tracing::info!(
             nodes_here = here,
             share_mib = assumed >> 20,
-            "nodes of the cluster on this machine share its memory: the memory defaults \
-             below are sized from this node's share"
+            "nodes of the cluster on this machine share its memory: the bound of requests \
+             served at once is sized from this node's share"
         );
     }
     let read_cache = match cfg.read_cache {
         Some(bytes) => bytes,
-        None => memory::read_cache_for(assumed),
+        None => memory::read_cache_for(machine),
     };
     tracing::info!(
         read_cache_mib = read_cache >> 20,
         set = cfg.read_cache.is_some(),
-        "verified blocks of hot objects kept in memory (TESSERA_READ_CACHE; auto: 1/16 of the memory available to this node, at most 1 GiB)"
+        "verified blocks of hot objects kept in memory (TESSERA_READ_CACHE; auto: 1/16 of the memory available, at most 1 GiB)"
     );
     let opts = LayerOptions {
         parity: cfg.standard_parity,

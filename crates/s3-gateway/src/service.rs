@@ -195,7 +195,9 @@ pub struct Gateway {
     /// When the gateway was made: the server's uptime counts from it.
     pub(crate) started: Instant,
     /// The heal sequences started through this gateway.
-    pub(crate) heal_seqs: crate::admin::HealSequences,
+    pub(crate) heal_seqs: Arc<crate::admin::HealSequences>,
+    /// Where polls of other nodes' heal sequences go (a cluster).
+    pub(crate) heal_forward: Option<Arc<dyn crate::admin::HealForward>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -315,10 +317,24 @@ impl Gateway {
                     .ok()
             }),
             started: Instant::now(),
-            heal_seqs: crate::admin::HealSequences::default(),
+            heal_seqs: Arc::default(),
+            heal_forward: None,
             config,
             observer: None,
         }
+    }
+
+    /// Heal sequences kept in `seqs` (which the node RPC also answers
+    /// polls from), their tokens naming this node, polls of other nodes'
+    /// sequences relayed through `forward`.
+    pub fn with_heal_forward(
+        mut self,
+        seqs: Arc<crate::admin::HealSequences>,
+        forward: Arc<dyn crate::admin::HealForward>,
+    ) -> Gateway {
+        self.heal_seqs = seqs;
+        self.heal_forward = Some(forward);
+        self
     }
 
     /// Reports every request to `observer`.

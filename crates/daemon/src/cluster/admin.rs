@@ -22,6 +22,7 @@ use s3_gateway::admin::{
 use serde::{Deserialize, Serialize};
 
 use super::format::{LocalDrives, place};
+use super::wire::{Dec, Enc, WireError};
 use crate::config::LaidDrive;
 
 /// Largest admin request body read (the info call has none).
@@ -59,6 +60,108 @@ pub struct Admin {
     pub started: std::time::Instant,
     /// This node's object layer, once it is open.
     pub layer: Arc<std::sync::OnceLock<Arc<object::layer::ObjectLayer>>>,
+    /// The heal sequences this node runs (its gateway's), which
+    /// `admin.heal_poll` answers for the other nodes.
+    pub heal_seqs: Arc<s3_gateway::admin::HealSequences>,
+}
+
+/// How long a relayed heal poll waits for the node that runs the heal.
+const POLL_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Polls of heal sequences that other nodes run, relayed to them over the
+/// node RPC (`admin.heal_poll`, answered by [`serve_heal_poll`]).
+pub struct HealRelay {
+    pub me: usize,
+    pub nodes: Vec<String>,
+    pub peers: Vec<Option<Peer>>,
+}
+
+impl s3_gateway::admin::HealForward for HealRelay {
+    fn me(&self) -> usize {
+        self.me
+    }
+
+    fn poll(
+        &self,
+        node: usize,
+        path: String,
+        token: String,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Vec<u8>, S3Error>> + Send>> {
+        let peer = self.peers.get(node).cloned().flatten();
+        let name = self.nodes.get(node).cloned().unwrap_or_default();
+        Box::pin(async move {
+            // A token naming no other node of this cluster is not one this
+            // cluster handed out.
+            let Some(peer) = peer else {
+                return Err(S3Error::with_message(
+                    "XMinioHealInvalidClientToken",
+                    "Client token mismatch",
+                ));
+            };
+            let mut args = Enc::new();
+            args.str(&path).str(&token);
+            let answer = peer
+                .call("admin.heal_poll", Bytes::from(args.0), Some(POLL_DEADLINE))
+                .await
+                .map_err(|e| {
+                    S3Error::with_message(
+                        "ServiceUnavailable",
+                        format!("the node running this heal ({name}) did not answer: {e}"),
+                    )
+                })?;
+            decode_heal_poll(&answer)
+        })
+    }
+}
+
+/// `admin.heal_poll`: a poll of one of this node's heal sequences,
+/// answered `[0] json` or `[1] code message`.
+pub fn serve_heal_poll(seqs: &s3_gateway::admin::HealSequences, body: &[u8]) -> Bytes {
+    let mut d = Dec::new(body);
+    let parsed = (|| {
+        let (path, token) = (d.string()?, d.string()?);
+        d.end()?;
+        Ok::<_, WireError>((path, token))
+    })();
+    let mut out = Enc::new();
+    match parsed
+        .map_err(|e| S3Error::with_message("InvalidRequest", e.to_string()))
+        .and_then(|(path, token)| seqs.poll(&path, &token))
+    {
+        Ok(json) => {
+            out.u8(0);
+            out.0.extend_from_slice(&json);
+        }
+        Err(e) => {
+            out.u8(1).str(e.code).str(&e.message);
+        }
+    }
+    Bytes::from(out.0)
+}
+
+/// The error codes a relayed poll passes on as they are; any other is an
+/// internal error with the remote message.
+const RELAYED_CODES: &[&str] = &["XMinioHealInvalidClientToken", "InvalidRequest"];
+
+fn decode_heal_poll(answer: &[u8]) -> Result<Vec<u8>, S3Error> {
+    let malformed = |e: WireError| S3Error::internal(format!("a relayed heal poll: {e}"));
+    match answer.split_first() {
+        Some((0, json)) => Ok(json.to_vec()),
+        Some((1, rest)) => {
+            let mut d = Dec::new(rest);
+            let (code, message) = (
+                d.string().map_err(malformed)?,
+                d.string().map_err(malformed)?,
+            );
+            let code = RELAYED_CODES
+                .iter()
+                .find(|c| **c == code)
+                .copied()
+                .unwrap_or("InternalError");
+            Err(S3Error::with_message(code, message))
+        }
+        _ => Err(malformed(WireError("an answer without a status".into()))),
+    }
 }
 
 impl Admin {

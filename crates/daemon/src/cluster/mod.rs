@@ -690,6 +690,12 @@ pub async fn run(
             ld.serve_write(&body).await
         }
     });
+    let heal_seqs: Arc<s3_gateway::admin::HealSequences> = Arc::default();
+    let seqs = Arc::clone(&heal_seqs);
+    service.unary("admin.heal_poll", move |_, body: Bytes| {
+        let answer = admin::serve_heal_poll(&seqs, &body);
+        async move { Ok::<_, Failure>(answer) }
+    });
     let started = Instant::now();
     let ld = Arc::clone(&local_drives);
     let opened_layer: Arc<std::sync::OnceLock<Arc<object::layer::ObjectLayer>>> = Arc::default();
@@ -816,6 +822,7 @@ pub async fn run(
             rrs_parity: parity.rrs_parity(),
             started,
             layer: Arc::clone(&opened_layer),
+            heal_seqs,
         },
         admin_auth: crate::metrics::MetricsAuth::root(cfg),
         metrics_auth: crate::metrics::MetricsAuth::for_metrics(cfg),
@@ -971,7 +978,15 @@ pub async fn run(
         Arc::clone(&layer),
         crate::gateway_config(cfg, tls.is_some(), assumed, available),
     )
-    .with_observer(metrics.clone());
+    .with_observer(metrics.clone())
+    .with_heal_forward(
+        Arc::clone(&node.admin.heal_seqs),
+        Arc::new(admin::HealRelay {
+            me: node.admin.me,
+            nodes: node.admin.nodes.clone(),
+            peers: node.admin.peers.clone(),
+        }),
+    );
     if let Err(e) = gateway.load_iam().await {
         tracing::warn!(
             "reading the IAM documents: {e}; only the root user is served until they read"

@@ -11,8 +11,9 @@
 //! ([`ObjectLayer::start_heal`](object::layer::ObjectLayer::start_heal)):
 //! the bucket's volume, then every version in scope through the scanner's
 //! heal of one version, at the scanner's speed. A sequence lives on the
-//! node that started it, in memory: polls must reach that node (as
-//! MinIO's, which forwards them by the node named in the token). Ended
+//! node that started it, in memory; in a cluster its token names that node
+//! and a poll that reaches another node is relayed to it over the node
+//! RPC ([`HealForward`]), as MinIO forwards it by the node in the token. Ended
 //! sequences are forgotten [`KEEP_ENDED`] after their end; the whole
 //! namespace (no bucket) heals every bucket. `pool` and `set`, `recreate`
 //! (`--rewrite`) and `updateParity` are 501 `NotImplemented`; the scan mode
@@ -260,6 +261,28 @@ pub struct HealSequences {
     seqs: Mutex<HashMap<String, Seq>>,
 }
 
+/// A poll of a heal sequence that another node of the cluster runs: the
+/// node is named by the suffix of the client token it handed out
+/// (`<uuid>:<node>`), and its answer is relayed as it is, so a client
+/// behind a load balancer follows its heal whichever node it reaches.
+pub trait HealForward: Send + Sync {
+    /// This node's index among the cluster's nodes.
+    fn me(&self) -> usize;
+    /// Node `node`'s answer to a poll of its sequence on `path` with
+    /// `token` (what [`HealSequences::poll`] answers there).
+    fn poll(
+        &self,
+        node: usize,
+        path: String,
+        token: String,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Vec<u8>, S3Error>> + Send>>;
+}
+
+/// The node a client token names (`<uuid>:<node>`), if any.
+fn token_node(token: &str) -> Option<usize> {
+    token.rsplit_once(':')?.1.parse().ok()
+}
+
 impl std::fmt::Debug for HealSequences {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("HealSequences")
@@ -298,6 +321,14 @@ impl HealSequences {
                 .as_ref()
                 .is_none_or(|(t, _)| t.elapsed() < KEEP_ENDED)
         });
+    }
+
+    /// A poll of this node's sequence on `path` by the client holding
+    /// `token`: its status and the items healed since the last poll
+    /// (madmin's `HealTaskStatus` JSON).
+    pub fn poll(&self, path: &str, token: &str) -> Result<Vec<u8>, S3Error> {
+        self.purge();
+        self.status(path, token)
     }
 
     /// The status of the sequence on `path` for the client holding
@@ -395,6 +426,12 @@ impl Gateway {
         heals.purge();
         let path = heal_path(&bucket, &prefix);
         if !token.is_empty() {
+            if let Some(fwd) = &self.heal_forward
+                && let Some(node) = token_node(&token)
+                && node != fwd.me()
+            {
+                return Ok(super::json_response(fwd.poll(node, path, token).await?));
+            }
             return Ok(super::json_response(heals.status(&path, &token)?));
         }
         if force_stop {
@@ -465,7 +502,11 @@ impl Gateway {
             dry_run: opts.dry_run,
         });
         let seq = Seq {
-            token: uuid::Uuid::new_v4().to_string(),
+            token: match &self.heal_forward {
+                // Polls that reach another node are sent here.
+                Some(fwd) => format!("{}:{}", uuid::Uuid::new_v4(), fwd.me()),
+                None => uuid::Uuid::new_v4().to_string(),
+            },
             client_address,
             start_time: now_rfc3339(),
             settings: opts,
@@ -487,6 +528,17 @@ impl Gateway {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_name_their_node() {
+        assert_eq!(
+            token_node("5f2b1c7e-0000-4000-8000-000000000000:3"),
+            Some(3)
+        );
+        assert_eq!(token_node("5f2b1c7e-0000-4000-8000-000000000000"), None);
+        assert_eq!(token_node("x:"), None);
+        assert_eq!(token_node("x:-1"), None);
+    }
 
     #[test]
     fn paths_route_and_decode() {

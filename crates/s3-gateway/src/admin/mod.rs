@@ -58,7 +58,7 @@ use http_body::Body;
 
 pub use config::{ConfigCall, MAX_CONFIG_BODY};
 pub use heal::{BgHealState, HealingDisk, MrfStatus, ServerHeal, SetStatus};
-pub use heal_seq::{HealCall, HealOpts, HealSequences, KEEP_ENDED};
+pub use heal_seq::{HealCall, HealForward, HealOpts, HealSequences, KEEP_ENDED};
 pub use info::{
     BackendType, Count, Deployment, DriveInfo, DrivePlace, DriveState, ErasureBackend, InfoMessage,
     ItemState, ServerProperties, Usage,
