@@ -418,6 +418,14 @@ mod tests {
         (addr, accept)
     }
 
+    /// A node serving a local drive at `dir` as layout drive 7.
+    async fn serve_dir(dir: &std::path::Path) -> (String, tokio::task::JoinHandle<()>) {
+        let drive = LocalDrive::open(dir.to_owned(), LocalDriveConfig::default())
+            .await
+            .unwrap();
+        serve(Arc::new(drive)).await
+    }
+
     fn peer(addr: &str) -> Peer {
         let cfg = PeerConfig {
             connect_timeout: Duration::from_millis(500),
@@ -600,12 +608,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn calls_made_at_once_leave_as_one_batch() {
         let dir = tempfile::tempdir().unwrap();
-        let served: Arc<dyn Drive> = Arc::new(
-            LocalDrive::open(dir.path().to_owned(), LocalDriveConfig::default())
-                .await
-                .unwrap(),
-        );
-        let (addr, _accept) = serve(served).await;
+        let (addr, _accept) = serve_dir(dir.path()).await;
         let batch = PeerBatch::new(peer(&addr));
         let d = RemoteDrive::new(Arc::clone(&batch), 7, "d7".into());
         d.make_volume("batched").await.unwrap();
@@ -655,18 +658,14 @@ mod tests {
             "one batch for eight reads"
         );
     }
+
     /// A shard write to another node sends the caller's buffers themselves:
     /// `write` gives back no buffer, and each pooled one returns to its
     /// pool once the connection has sent it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn remote_shard_writes_send_the_buffers_themselves() {
         let dir = tempfile::tempdir().unwrap();
-        let served: Arc<dyn Drive> = Arc::new(
-            LocalDrive::open(dir.path().to_owned(), LocalDriveConfig::default())
-                .await
-                .unwrap(),
-        );
-        let (addr, _accept) = serve(served).await;
+        let (addr, _accept) = serve_dir(dir.path()).await;
         let d = RemoteDrive::new(PeerBatch::new(peer(&addr)), 7, "d7".into());
         d.make_volume("zc").await.unwrap();
         let pool = drive::BufferPool::new(256 << 10, 4, 4).unwrap();
