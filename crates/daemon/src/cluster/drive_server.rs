@@ -25,11 +25,14 @@ pub struct DriveServer {
     read_pools: std::sync::Mutex<HashMap<usize, BufferPool>>,
 }
 
-/// Capacities of ranged reads given pools (further sizes get a buffer of
-/// their own); buffers out per pool at most, and kept idle per pool.
-const READ_POOL_CLASSES: usize = 16;
+/// Capacities of ranged reads given pools, the largest pooled capacity
+/// (other reads get a buffer of their own), buffers out per pool at most,
+/// and the bytes a pool keeps idle at most (at least one buffer): at most
+/// 64 MiB held idle in all.
+const READ_POOL_CLASSES: usize = 8;
+const READ_POOL_MAX_BUF: usize = 4 << 20;
 const READ_POOL_OUT: usize = 64;
-const READ_POOL_IDLE: usize = 16;
+const READ_POOL_IDLE_BYTES: usize = 8 << 20;
 
 /// The unary methods, as `drive.<name>`.
 const UNARY: &[&str] = &[
@@ -237,8 +240,9 @@ impl DriveServer {
             let mut pools = self.read_pools.lock().unwrap_or_else(|e| e.into_inner());
             match pools.get(&cap) {
                 Some(p) => Some(p.clone()),
-                None if pools.len() < READ_POOL_CLASSES => {
-                    let p = BufferPool::new(cap, READ_POOL_OUT, READ_POOL_IDLE)?;
+                None if pools.len() < READ_POOL_CLASSES && cap <= READ_POOL_MAX_BUF => {
+                    let idle = (READ_POOL_IDLE_BYTES / cap).max(1);
+                    let p = BufferPool::new(cap, READ_POOL_OUT, idle)?;
                     pools.insert(cap, p.clone());
                     Some(p)
                 }
