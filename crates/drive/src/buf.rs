@@ -13,6 +13,7 @@
 //! an error path that loses a buffer cannot leak pool capacity.
 
 use std::alloc::{self, Layout};
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
@@ -396,6 +397,69 @@ impl BufferPool {
     }
 }
 
+/// Bounded pools of buffers of several sizes, each made on first use: at
+/// most `max_sizes` sizes are pooled, none larger than a set bound; a
+/// buffer of any other size has no pool (its caller allocates).
+pub struct PoolClasses {
+    pools: Mutex<HashMap<usize, BufferPool>>,
+    max_sizes: usize,
+    max_outstanding: usize,
+    max_idle: usize,
+    max_buf_bytes: usize,
+    max_idle_bytes: usize,
+}
+
+impl PoolClasses {
+    /// Pools of at most `max_sizes` sizes, each with at most
+    /// `max_outstanding` buffers out and `max_idle` kept for reuse.
+    pub fn new(max_sizes: usize, max_outstanding: usize, max_idle: usize) -> Self {
+        PoolClasses {
+            pools: Mutex::new(HashMap::new()),
+            max_sizes,
+            max_outstanding,
+            max_idle,
+            max_buf_bytes: MAX_BUF_BYTES,
+            max_idle_bytes: usize::MAX,
+        }
+    }
+
+    /// Pools no buffers larger than `bytes`.
+    pub fn max_buf_bytes(mut self, bytes: usize) -> Self {
+        self.max_buf_bytes = bytes;
+        self
+    }
+
+    /// Keeps at most `bytes` idle per pool (at least one buffer).
+    pub fn max_idle_bytes(mut self, bytes: usize) -> Self {
+        self.max_idle_bytes = bytes;
+        self
+    }
+
+    /// The pool of buffers of `bytes` (rounded up to [`ALIGN`]), made now
+    /// if there is room for another size; `None` beyond the bounds.
+    pub fn pool(&self, bytes: usize) -> Option<BufferPool> {
+        let bytes = align_up(bytes.max(1));
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = pools.get(&bytes) {
+            return Some(p.clone());
+        }
+        if pools.len() >= self.max_sizes || bytes > self.max_buf_bytes {
+            return None;
+        }
+        let idle = self.max_idle.min((self.max_idle_bytes / bytes).max(1));
+        let pool = BufferPool::new(bytes, self.max_outstanding, idle).ok()?;
+        pools.insert(bytes, pool.clone());
+        Some(pool)
+    }
+}
+
+impl fmt::Debug for PoolClasses {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        f.debug_list().entries(pools.keys()).finish()
+    }
+}
+
 impl fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BufferPool")
@@ -409,6 +473,27 @@ impl fmt::Debug for BufferPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn pool_classes_keep_to_their_bounds() {
+        let classes = PoolClasses::new(2, 8, 8)
+            .max_buf_bytes(64 * ALIGN)
+            .max_idle_bytes(32 * ALIGN);
+        // Sizes round up to ALIGN: one pool for both.
+        let a = classes.pool(3 * ALIGN - 1).unwrap();
+        assert_eq!(a.buf_bytes(), 3 * ALIGN);
+        assert!(classes.pool(3 * ALIGN).is_some());
+        // Too large for a pool, then a second size, then no third.
+        assert!(classes.pool(65 * ALIGN).is_none());
+        let b = classes.pool(32 * ALIGN).unwrap();
+        assert!(classes.pool(5 * ALIGN).is_none());
+        assert_eq!(format!("{classes:?}").matches(',').count(), 1);
+        // At most 32 ALIGN blocks idle: one buffer of 32.
+        let bufs = vec![b.get().await.unwrap(), b.get().await.unwrap()];
+        drop(bufs);
+        assert_eq!(b.idle(), 1);
+        drop(a);
+    }
 
     #[tokio::test]
     async fn a_pools_large_buffers_are_carved_from_huge_page_regions() {

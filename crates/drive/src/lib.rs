@@ -151,7 +151,7 @@ pub mod path;
 pub mod pipe;
 pub mod walk;
 
-pub use buf::{ALIGN, AlignedBuf, BufferPool, MAX_BUF_BYTES, align_up};
+pub use buf::{ALIGN, AlignedBuf, BufferPool, MAX_BUF_BYTES, PoolClasses, align_up};
 pub use deadline::{DeadlineConfig, DeadlineDrive};
 pub use drive::{
     BackendKind, BoxFuture, DirEntryName, DiskInfo, Drive, DriveState, FileInfo, HealthReport,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use drive::{AlignedBuf, BufferPool, Drive, DriveError, ShardWriter, align_up};
+use drive::{AlignedBuf, BufferPool, Drive, DriveError, PoolClasses, ShardWriter};
 use http::{Request, Response};
 use hyper::body::Incoming;
 use rpc::RpcBody;
@@ -22,7 +22,7 @@ pub struct DriveServer {
     drives: HashMap<u32, Arc<dyn Drive>>,
     /// Buffers of ranged reads by capacity, reused: a read's buffer is
     /// sent as it is and comes back once the connection has sent it.
-    read_pools: std::sync::Mutex<HashMap<usize, BufferPool>>,
+    read_pools: PoolClasses,
 }
 
 /// Capacities of ranged reads given pools, the largest pooled capacity
@@ -58,7 +58,9 @@ impl DriveServer {
     pub fn new(drives: impl IntoIterator<Item = (u32, Arc<dyn Drive>)>) -> DriveServer {
         DriveServer {
             drives: drives.into_iter().collect(),
-            read_pools: std::sync::Mutex::new(HashMap::new()),
+            read_pools: PoolClasses::new(READ_POOL_CLASSES, READ_POOL_OUT, READ_POOL_OUT)
+                .max_buf_bytes(READ_POOL_MAX_BUF)
+                .max_idle_bytes(READ_POOL_IDLE_BYTES),
         }
     }
 
@@ -235,23 +237,14 @@ impl DriveServer {
     /// A buffer for a ranged read of `len` bytes: from the pool of its
     /// capacity while it has one (no zeroing, no fresh pages).
     fn read_buffer(&self, len: usize) -> Result<AlignedBuf, DriveError> {
-        let cap = align_up(len.max(1));
-        let pool = {
-            let mut pools = self.read_pools.lock().unwrap_or_else(|e| e.into_inner());
-            match pools.get(&cap) {
-                Some(p) => Some(p.clone()),
-                None if pools.len() < READ_POOL_CLASSES && cap <= READ_POOL_MAX_BUF => {
-                    let idle = (READ_POOL_IDLE_BYTES / cap).max(1);
-                    let p = BufferPool::new(cap, READ_POOL_OUT, idle)?;
-                    pools.insert(cap, p.clone());
-                    Some(p)
-                }
-                None => None,
-            }
-        };
-        match pool.as_ref().and_then(BufferPool::try_get) {
+        match self
+            .read_pools
+            .pool(len)
+            .as_ref()
+            .and_then(BufferPool::try_get)
+        {
             Some(buf) => buf,
-            None => AlignedBuf::with_capacity(cap),
+            None => AlignedBuf::with_capacity(len.max(1)),
         }
     }
 

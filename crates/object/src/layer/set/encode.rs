@@ -330,7 +330,7 @@ mod tests {
             default_parity: 2,
             coders: Mutex::new(HashMap::new()),
             bitrot: Bitrot::minio(),
-            read_pools: Mutex::new(ReadPools::default()),
+            read_pools: drive::PoolClasses::new(MAX_READ_POOLS, MAX_READ_BUFS, IDLE_READ_BUFS),
             put_queue: PutQueue::new(PUT_QUEUE_BYTES_PER_DRIVE),
             cache: None,
             journal: None,

@@ -44,7 +44,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bitrot::Bitrot;
 use drive::format::{META_VOLUME, TMP_VOLUME};
-use drive::{BufferPool, Drive};
+use drive::{BufferPool, Drive, PoolClasses};
 use ec_simd::ReedSolomon;
 
 use super::cache::{PartId, ReadCache};
@@ -179,7 +179,8 @@ pub struct ErasureSet {
     default_parity: usize,
     coders: Mutex<HashMap<(usize, usize), Coder>>,
     pub(crate) bitrot: Bitrot,
-    read_pools: Mutex<ReadPools>,
+    /// Record buffers by size (a set sees one or two block sizes).
+    read_pools: PoolClasses,
     /// The shard records that streamed PUTs may have queued for or being
     /// written to this set's drives, all uploads together.
     put_queue: Arc<PutQueue>,
@@ -226,16 +227,6 @@ impl SetCache {
     }
 }
 
-/// Pools of record buffers by size (a set sees one or two block sizes).
-#[derive(Default)]
-struct ReadPools(HashMap<usize, BufferPool>);
-
-impl std::fmt::Debug for ReadPools {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.0.keys()).finish()
-    }
-}
-
 impl ErasureSet {
     /// A set over `drives` (in set order) whose objects get `default_parity`
     /// parity shards unless a PUT asks otherwise.
@@ -251,7 +242,7 @@ impl ErasureSet {
             default_parity,
             coders: Mutex::new(HashMap::new()),
             bitrot: Bitrot::minio(),
-            read_pools: Mutex::new(ReadPools::default()),
+            read_pools: PoolClasses::new(MAX_READ_POOLS, MAX_READ_BUFS, IDLE_READ_BUFS),
             put_queue: PutQueue::new(n.saturating_mul(PUT_QUEUE_BYTES_PER_DRIVE)),
             cache: None,
             journal: None,
@@ -317,16 +308,7 @@ impl ErasureSet {
     /// in them; a buffer returns to its pool when the last slice of it
     /// handed to a sink is dropped).
     fn read_pool(&self, bytes: usize) -> Option<BufferPool> {
-        let mut pools = self.read_pools.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = pools.0.get(&bytes) {
-            return Some(p.clone());
-        }
-        if pools.0.len() >= MAX_READ_POOLS {
-            return None;
-        }
-        let pool = BufferPool::new(bytes, MAX_READ_BUFS, IDLE_READ_BUFS).ok()?;
-        pools.0.insert(bytes, pool.clone());
-        Some(pool)
+        self.read_pools.pool(bytes)
     }
 
     /// Makes sure the meta volumes exist on every reachable drive.
