@@ -195,6 +195,28 @@ class Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def wait_serving(test, c, nodes, bound=FORM_BOUND_S):
+    """Waits until every node of `nodes` says ready, checking on the way
+    that ready means S3 is served: whenever a node's health says 200, a
+    request without credentials gets S3's 403, never the 503 of a node
+    that has its raft quorum but has not opened the object layer."""
+    serving = set()
+    deadline = time.monotonic() + bound
+    while set(nodes) - serving and time.monotonic() < deadline:
+        for i in set(nodes) - serving:
+            for path in ("/minio/health/ready", "/minio/health/cluster"):
+                try:
+                    code, _ = http_get(c.url(i, path), timeout=2)
+                except OSError:
+                    continue
+                if code == 200:
+                    s3, body = http_get(c.url(i, "/some-bucket/key"))
+                    test.assertEqual(s3, 403, f"node {i + 1}: {path} said 200, S3 said {body[:300]!r}")
+                    serving.add(i)
+        time.sleep(0.05)
+    test.assertEqual(serving, set(nodes), "not every node became ready")
+
+
 class FourNodes(unittest.TestCase):
     def test_forms_elects_survives_and_refuses(self):
         c = Cluster()
@@ -202,6 +224,7 @@ class FourNodes(unittest.TestCase):
         started = time.monotonic()
         for i in range(4):
             c.start(i)
+        wait_serving(self, c, range(4))
         view = c.wait_agreed(range(4), FORM_BOUND_S, "forming")
         formed = time.monotonic() - started
         self.assertEqual(sorted(m["node"] for m in view["members"]), sorted(c.name(i) for i in range(4)))
@@ -400,6 +423,42 @@ class FourNodes(unittest.TestCase):
         self.assertIn("the root credentials are the defaults", c.log_tail(3))
         c.procs[3] = None
         print(f"\nformed in {formed:.1f} s; a new leader {elected:.1f} s after the old one's SIGKILL")
+
+
+class ReadyMeansServing(unittest.TestCase):
+    """Four nodes, each its own pool of four drives. Restarted without one
+    node, the three have their raft quorum but cannot open the object
+    layer (a whole pool does not answer): health says 503, as S3 does,
+    until the fourth node is back; a load balancer that follows
+    /minio/health/ready never sends a request to a node that cannot serve
+    it."""
+
+    def test_health_waits_for_the_object_layer(self):
+        c = Cluster()
+        self.addCleanup(c.cleanup)
+        pools = [f"http://127.0.0.1:{port}{c.root}/n{n}/d{{1...4}}"
+                 for n, port in enumerate(c.ports, 1)]
+        for i in range(4):
+            c.start(i, endpoints=pools)
+        wait_serving(self, c, range(4))
+        c.stop_all()
+        for i in range(3):
+            c.start(i, endpoints=pools)
+        c.wait_agreed(range(3), FORM_BOUND_S, "three of four nodes")
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            for i in range(3):
+                self.assertEqual(http_get(c.url(i, "/some-bucket/key"))[0], 503)
+                for path in ("/minio/health/ready", "/minio/health/cluster",
+                             "/minio/health/cluster/read", "/tessera/health/ready"):
+                    self.assertEqual(http_get(c.url(i, path))[0], 503, f"node {i + 1} {path}")
+                self.assertEqual(http_get(c.url(i, "/minio/health/live"))[0], 200)
+            time.sleep(0.5)
+        c.start(3, endpoints=pools)
+        wait_serving(self, c, range(4))
+        code, body = http_get(c.url(1, "/tessera/health/cluster"))
+        self.assertEqual(code, 200)
+        self.assertEqual(json.loads(body)["drives_online"], 16)
 
 
 class ReplacedNodes(unittest.TestCase):

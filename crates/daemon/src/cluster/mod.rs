@@ -7,9 +7,10 @@
 //! then runs its raft member (the first five nodes vote, the rest learn)
 //! and the lock service. `GET /tessera/cluster` shows this node's view
 //! (leader, term, applied index, members, peers and their clocks, lock
-//! partitions); `/minio/health/cluster` answers 200 while a leader is known
-//! and a majority of the voters is reachable; `mc admin info` lists every
-//! node's drives.
+//! partitions); `/minio/health/cluster` answers 200 while the node serves
+//! S3, a leader is known, a majority of the voters is reachable and every
+//! erasure set has its write quorum (`ready` and `cluster/read`: its read
+//! quorum); `mc admin info` lists every node's drives.
 //!
 //! Objects: every node opens the one object layer over all the cluster's
 //! drives, in MinIO's layout (its own drives directly, the others' as
@@ -514,16 +515,38 @@ impl Node {
                 "application/json",
                 format!("{:#}\n", self.status()),
             ),
-            "/minio/health/live" => respond(StatusCode::OK, "text/plain", String::new()),
-            "/minio/health/cluster" | "/minio/health/ready" | "/minio/health/cluster/read" => {
-                let ok = self.has_quorum(&self.view())
-                    && !self.draining.load(std::sync::atomic::Ordering::Relaxed);
-                let status = if ok {
-                    StatusCode::OK
-                } else {
-                    StatusCode::SERVICE_UNAVAILABLE
-                };
-                respond(status, "text/plain", String::new())
+            "/minio/health/live" | "/tessera/health/live" => {
+                respond(StatusCode::OK, "text/plain", String::new())
+            }
+            p if health_path(p) && (method == Method::GET || method == Method::HEAD) => {
+                // Ready means S3 is served: the object layer is open, a
+                // leader with a majority of the voters answers, and every
+                // set has the quorum the endpoint asks for (the drives as
+                // the single-node health probes them).
+                let draining = self.draining.load(std::sync::atomic::Ordering::Relaxed);
+                match self.serving.get() {
+                    Some(s) if !draining && self.has_quorum(&self.view()) => {
+                        match s.health.respond(&method, &path).await {
+                            Some(r) => r.map(|b| b.boxed()),
+                            None => respond(StatusCode::NOT_FOUND, "text/plain", String::new()),
+                        }
+                    }
+                    _ => {
+                        let mut r =
+                            respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", String::new());
+                        r.headers_mut().insert(
+                            http::header::CACHE_CONTROL,
+                            http::HeaderValue::from_static("no-store"),
+                        );
+                        if draining {
+                            r.headers_mut().insert(
+                                "x-minio-server-status",
+                                http::HeaderValue::from_static("shutting-down"),
+                            );
+                        }
+                        r
+                    }
+                }
             }
             _ => match self.gateway.get() {
                 Some(g) => g.handle(req).await.map(|b| b.boxed()),
@@ -540,6 +563,19 @@ impl Node {
             },
         }
     }
+}
+
+/// The health endpoints that depend on the node serving S3 (all but
+/// `live`), under MinIO's prefix and Tessera's.
+fn health_path(path: &str) -> bool {
+    ["/minio/health/", "/tessera/health/"].iter().any(|prefix| {
+        path.strip_prefix(prefix).is_some_and(|what| {
+            matches!(
+                what.trim_end_matches('/'),
+                "ready" | "cluster" | "cluster/read"
+            )
+        })
+    })
 }
 
 /// What a serving node keeps for its metrics.
@@ -943,8 +979,10 @@ pub async fn run(
     notifier.status("opening the object layer over the cluster's drives");
     // The other nodes may still be formatting or starting: the layer is
     // opened once the drives it needs answer with the deployment's format.
+    // Read (and logged) once: the layer may take many attempts to open.
+    let (opts, _, assumed, available) = crate::layer_options(cfg);
     let layer = loop {
-        match open_layer(cfg, &nodes, &local_layer_drives, &peer_slots_by_node).await {
+        match open_layer(cfg, &opts, &nodes, &local_layer_drives, &peer_slots_by_node).await {
             Ok(l) => break l,
             Err(e) => {
                 tracing::warn!("opening the object layer over the cluster's drives: {e}; retrying");
@@ -972,7 +1010,6 @@ pub async fn run(
             .with_bucket_hook(bucket_events.hook()),
     );
     tokio::spawn(Arc::clone(&bucket_events).run(Arc::clone(&layer), applied_rx));
-    let (_, _, assumed, available) = crate::layer_options(cfg);
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let gateway = s3_gateway::Gateway::new(
         Arc::clone(&layer),
@@ -1036,6 +1073,9 @@ pub async fn run(
     notifier.stopping("stopping: draining requests in flight");
     node.draining
         .store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(s) = node.serving.get() {
+        s.health.set_draining();
+    }
     for a in accepts {
         a.abort();
     }
@@ -1141,6 +1181,7 @@ where
 /// deadline), the others' over the node RPC under the same deadline.
 async fn open_layer(
     cfg: &ServerConfig,
+    opts: &object::layer::LayerOptions,
     nodes: &ClusterNodes,
     local: &std::collections::HashMap<usize, Arc<dyn drive::Drive>>,
     peers: &[Option<Peer>],
@@ -1178,8 +1219,7 @@ async fn open_layer(
         };
         drives[laid.pool].push(d);
     }
-    let (opts, _, _, _) = crate::layer_options(cfg);
-    object::layer::ObjectLayer::open_pools(drives, opts)
+    object::layer::ObjectLayer::open_pools(drives, opts.clone())
         .await
         .map_err(|e| e.to_string())
 }
