@@ -249,6 +249,26 @@ class AnyNodeServesAnyObject(unittest.TestCase):
         prefixes = s3[3].list_objects_v2(Bucket=BUCKET, Delimiter="/")
         self.assertEqual([p["Prefix"] for p in prefixes["CommonPrefixes"]], ["dir0/", "dir1/"])
 
+        # Read caches: node 2 caches an object it reads again (from the
+        # second read on); the version's removal through another node (an
+        # overwrite through node 1, a delete through node 3) takes its
+        # blocks out of node 2's cache, not only the remover's.
+        cached = lambda: metric_lines(c, 1, "tessera_read_cache_bytes")[""]
+        before = cached()
+        for version, remover in ((0, 0), (1, 2)):
+            data = body(3 << 20, f"cached{version}")
+            s3[0].put_object(Bucket=BUCKET, Key="cached", Body=data)
+            for _ in range(3):
+                self.assertEqual(s3[1].get_object(Bucket=BUCKET, Key="cached")["Body"].read(), data)
+            self.assertGreaterEqual(cached(), before + len(data), "node 2 cached the object")
+            if version == 0:
+                s3[remover].put_object(Bucket=BUCKET, Key="cached", Body=b"overwritten")
+                self.assertEqual(s3[1].get_object(Bucket=BUCKET, Key="cached")["Body"].read(),
+                                 b"overwritten")
+            else:
+                s3[remover].delete_object(Bucket=BUCKET, Key="cached")
+            self.assertEqual(cached(), before, f"node {remover + 1} removed the version")
+
         # Pages continue on any node.
         keys, token, page = [], None, 0
         while True:

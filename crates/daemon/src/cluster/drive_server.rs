@@ -23,7 +23,14 @@ pub struct DriveServer {
     /// Buffers of ranged reads by capacity, reused: a read's buffer is
     /// sent as it is and comes back once the connection has sent it.
     read_pools: PoolClasses,
+    /// Told the data directory of a version as a peer removes it from a
+    /// drive here (see [`DriveServer::on_data_dir_removed`]).
+    removed: std::sync::OnceLock<DataDirHook>,
 }
+
+/// What a [`DriveServer`] calls with the id of a version's data directory
+/// that a peer is removing.
+pub type DataDirHook = Arc<dyn Fn(&[u8; 16]) + Send + Sync>;
 
 /// Capacities of ranged reads given pools, the largest pooled capacity
 /// (other reads get a buffer of their own), buffers out per pool at most,
@@ -61,7 +68,18 @@ impl DriveServer {
             read_pools: PoolClasses::new(READ_POOL_CLASSES, READ_POOL_OUT, READ_POOL_OUT)
                 .max_buf_bytes(READ_POOL_MAX_BUF)
                 .max_idle_bytes(READ_POOL_IDLE_BYTES),
+            removed: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Calls `hook` whenever a peer removes a directory named by a UUID
+    /// (a version's data directory: every removal of a version's data is a
+    /// recursive delete of `<object>/<data dir>` on each drive of its set)
+    /// from a drive here, before removing it. The node's object layer
+    /// drops what it cached of that version: the peer's layer forgets only
+    /// its own cache. Set once, when the layer is open.
+    pub fn on_data_dir_removed(&self, hook: DataDirHook) {
+        let _ = self.removed.set(hook);
     }
 
     /// Adds the `drive.*` methods to `service`.
@@ -197,7 +215,14 @@ impl DriveServer {
             }
             "delete" => {
                 let (vol, path) = (d.string().map_err(m)?, d.string().map_err(m)?);
-                drive.delete(&vol, &path, d.bool().map_err(m)?).await?
+                let recursive = d.bool().map_err(m)?;
+                if recursive && let Some(hook) = self.removed.get() {
+                    let last = path.trim_end_matches('/').rsplit('/').next();
+                    if let Some(dir) = last.and_then(|l| uuid::Uuid::try_parse(l).ok()) {
+                        hook(dir.as_bytes());
+                    }
+                }
+                drive.delete(&vol, &path, recursive).await?
             }
             "move_to_trash" => {
                 let (vol, path) = (d.string().map_err(m)?, d.string().map_err(m)?);
@@ -396,10 +421,15 @@ mod tests {
     /// A node serving `drive` as layout drive 7; returns its address and
     /// the accept task.
     async fn serve(drive: Arc<dyn Drive>) -> (String, tokio::task::JoinHandle<()>) {
+        serve_server(Arc::new(DriveServer::new([(7u32, drive)]))).await
+    }
+
+    /// A node serving the drives of `server`.
+    async fn serve_server(server: Arc<DriveServer>) -> (String, tokio::task::JoinHandle<()>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let mut service = rpc::Service::new(Gate::new(key(), "n2", Duration::from_secs(60)));
-        Arc::new(DriveServer::new([(7u32, drive)])).register(&mut service);
+        server.register(&mut service);
         let service = Arc::new(service);
         let accept = tokio::spawn(async move {
             loop {
@@ -711,6 +741,42 @@ mod tests {
         let buf = AlignedBuf::with_capacity(10).unwrap();
         assert!(matches!(
             d.read_file_at("zc", "missing", 0, 10, buf).await,
+            Err(DriveError::FileNotFound)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_peer_removing_a_data_dir_is_told_to_the_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let drive = LocalDrive::open(dir.path().to_owned(), LocalDriveConfig::default())
+            .await
+            .unwrap();
+        let server = Arc::new(DriveServer::new([(
+            7u32,
+            Arc::new(drive) as Arc<dyn Drive>,
+        )]));
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let t = Arc::clone(&told);
+        server.on_data_dir_removed(Arc::new(move |d| t.lock().unwrap().push(*d)));
+        let (addr, _accept) = serve_server(server).await;
+        let d = RemoteDrive::new(PeerBatch::new(peer(&addr)), 7, "d7".into());
+        d.make_volume("bkt").await.unwrap();
+        let id = uuid::Uuid::new_v4();
+        for path in [
+            format!("obj/{id}/part.1"),
+            "obj/xl.meta".into(),
+            "other/x".into(),
+        ] {
+            d.write_all("bkt", &path, b"data".to_vec()).await.unwrap();
+        }
+        // Not data directories: a file, a directory not named by a UUID.
+        d.delete("bkt", "obj/xl.meta", false).await.unwrap();
+        d.delete("bkt", "other", true).await.unwrap();
+        assert!(told.lock().unwrap().is_empty());
+        d.delete("bkt", &format!("obj/{id}"), true).await.unwrap();
+        assert_eq!(*told.lock().unwrap(), vec![*id.as_bytes()]);
+        assert!(matches!(
+            d.stat_file("bkt", &format!("obj/{id}/part.1")).await,
             Err(DriveError::FileNotFound)
         ));
     }

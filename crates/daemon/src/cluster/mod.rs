@@ -707,12 +707,12 @@ pub async fn run(
         }
     }
     let mut service = rpc::Service::new(gate);
-    Arc::new(drive_server::DriveServer::new(
+    let drive_server = Arc::new(drive_server::DriveServer::new(
         local_layer_drives
             .iter()
             .map(|(i, d)| (*i as u32, Arc::clone(d))),
-    ))
-    .register(&mut service);
+    ));
+    drive_server.register(&mut service);
     let ld = Arc::clone(&local_drives);
     service.unary("format.status", move |_, _| {
         let ld = Arc::clone(&ld);
@@ -1044,6 +1044,13 @@ pub async fn run(
     }
     let _ = node.gateway.set(gateway);
     let _ = node.admin.layer.set(Arc::clone(&layer));
+    // Versions another node removes leave this node's read cache with them.
+    let weak = Arc::downgrade(&layer);
+    drive_server.on_data_dir_removed(Arc::new(move |dir| {
+        if let Some(layer) = weak.upgrade() {
+            layer.forget_data_dir(dir);
+        }
+    }));
     let lifecycle = s3_gateway::lifecycle::spawn(Arc::clone(&layer), cfg.lifecycle.clone());
     metrics.watch_lifecycle(Arc::clone(&lifecycle.stats));
     let _ = node.serving.set(Serving {

@@ -318,6 +318,19 @@ impl ObjectLayer {
             .await;
     }
 
+    /// Drops the read cache's blocks of the versions whose data directory
+    /// is `data_dir`, in whichever set: another layer over the same drives
+    /// (another node of the cluster) is removing that directory, and the
+    /// blocks this layer cached of it would otherwise hold memory, and hold
+    /// their place against newer parts, until they are evicted.
+    pub fn forget_data_dir(&self, data_dir: &[u8; 16]) {
+        if let Some(c) = &self.read_cache {
+            for set in 0..self.sets.len() {
+                c.forget(u32::try_from(set).unwrap_or(u32::MAX), data_dir);
+            }
+        }
+    }
+
     /// What the read cache holds and has done, if there is one.
     pub fn read_cache_stats(&self) -> Option<ReadCacheStats> {
         self.read_cache.as_ref().map(|c| c.stats())
