@@ -22,7 +22,7 @@ use s3_gateway::admin::{
 use serde::{Deserialize, Serialize};
 
 use super::format::{LocalDrives, place};
-use super::wire::{Dec, Enc, WireError};
+use super::wire::{self, Dec, Enc, WireError};
 use crate::config::LaidDrive;
 
 /// Largest admin request body read (the info call has none).
@@ -123,19 +123,12 @@ pub fn serve_heal_poll(seqs: &s3_gateway::admin::HealSequences, body: &[u8]) -> 
         d.end()?;
         Ok::<_, WireError>((path, token))
     })();
-    let mut out = Enc::new();
-    match parsed
+    let polled = parsed
         .map_err(|e| S3Error::with_message("InvalidRequest", e.to_string()))
-        .and_then(|(path, token)| seqs.poll(&path, &token))
-    {
-        Ok(json) => {
-            out.u8(0);
-            out.0.extend_from_slice(&json);
-        }
-        Err(e) => {
-            out.u8(1).str(e.code).str(&e.message);
-        }
-    }
+        .and_then(|(path, token)| seqs.poll(&path, &token));
+    let out = wire::answer(polled.as_deref(), |out, e| {
+        out.str(e.code).str(&e.message);
+    });
     Bytes::from(out.0)
 }
 
@@ -145,10 +138,9 @@ const RELAYED_CODES: &[&str] = &["XMinioHealInvalidClientToken", "InvalidRequest
 
 fn decode_heal_poll(answer: &[u8]) -> Result<Vec<u8>, S3Error> {
     let malformed = |e: WireError| S3Error::internal(format!("a relayed heal poll: {e}"));
-    match answer.split_first() {
-        Some((0, json)) => Ok(json.to_vec()),
-        Some((1, rest)) => {
-            let mut d = Dec::new(rest);
+    match wire::open(answer).map_err(malformed)? {
+        Ok(json) => Ok(json.to_vec()),
+        Err(mut d) => {
             let (code, message) = (
                 d.string().map_err(malformed)?,
                 d.string().map_err(malformed)?,
@@ -160,7 +152,6 @@ fn decode_heal_poll(answer: &[u8]) -> Result<Vec<u8>, S3Error> {
                 .unwrap_or("InternalError");
             Err(S3Error::with_message(code, message))
         }
-        _ => Err(malformed(WireError("an answer without a status".into()))),
     }
 }
 

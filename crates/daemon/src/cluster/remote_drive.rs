@@ -63,9 +63,6 @@ pub(super) const STREAM_IDLE: Duration = Duration::from_secs(120);
 /// reason.
 const REASON_WAIT: Duration = Duration::from_secs(2);
 
-const OK: u8 = 0;
-const ERR: u8 = 1;
-
 pub(super) fn malformed(e: WireError) -> DriveError {
     DriveError::InvalidArgument(e.to_string())
 }
@@ -88,26 +85,15 @@ fn call_error(e: RpcError) -> DriveError {
 
 /// An answer: `[OK] payload` or `[ERR] error`.
 pub(super) fn answer(result: Result<Enc, DriveError>) -> Bytes {
-    let mut out = Enc::new();
-    match result {
-        Ok(payload) => {
-            out.u8(OK);
-            out.0.extend_from_slice(&payload.0);
-        }
-        Err(e) => {
-            out.u8(ERR);
-            wire::put_error(&mut out, &e);
-        }
-    }
-    Bytes::from(out.0)
+    let r = result.as_ref().map(|p| &p.0[..]);
+    Bytes::from(wire::answer(r, wire::put_error).0)
 }
 
 /// The payload of an answer, or the error it carries.
 fn open_answer(b: &[u8]) -> Result<&[u8], DriveError> {
-    match b.split_first() {
-        Some((&OK, rest)) => Ok(rest),
-        Some((&ERR, rest)) => Err(wire::get_error(&mut Dec::new(rest)).map_err(malformed)?),
-        _ => Err(malformed(WireError("an answer without a status".into()))),
+    match wire::open(b).map_err(malformed)? {
+        Ok(payload) => Ok(payload),
+        Err(mut error) => Err(wire::get_error(&mut error).map_err(malformed)?),
     }
 }
 
@@ -131,6 +117,16 @@ impl Messages {
             body,
             pending: BytesMut::new(),
         }
+    }
+
+    /// The drive's next answer on a streamed call (at most [`MAX_ARGS`]
+    /// bytes, its status not yet opened); a body that ends first is an
+    /// error saying `missing`.
+    pub(super) async fn answer(&mut self, missing: &str) -> Result<Bytes, DriveError> {
+        self.next(MAX_ARGS)
+            .await
+            .map_err(|e| stream_error(&e))?
+            .ok_or_else(|| stream_error(missing))
     }
 
     /// The next message (`None` at the end of the body), at most `max`
@@ -508,11 +504,7 @@ impl Drive for RemoteDrive {
                 .await
                 .map_err(call_error)?;
             let mut answers = Messages::new(resp.into_body());
-            let opened = answers
-                .next(MAX_ARGS)
-                .await
-                .map_err(|e| stream_error(&e))?
-                .ok_or_else(|| stream_error("the drive answered nothing"))?;
+            let opened = answers.answer("the drive answered nothing").await?;
             open_answer(&opened)?;
             Ok(Box::new(RemoteWriter {
                 tx: Some(tx),
@@ -547,11 +539,7 @@ impl Drive for RemoteDrive {
                 .await
                 .map_err(call_error)?;
             let mut answer = Messages::new(resp.into_body());
-            let head = answer
-                .next(MAX_ARGS)
-                .await
-                .map_err(|e| stream_error(&e))?
-                .ok_or_else(|| stream_error("the drive answered nothing"))?;
+            let head = answer.answer("the drive answered nothing").await?;
             let n = Dec::new(open_answer(&head)?).u64().map_err(malformed)?;
             let n = usize::try_from(n).unwrap_or(usize::MAX);
             if n > len {
@@ -795,10 +783,8 @@ impl ShardWriter for RemoteWriter {
             self.tx = None;
             let m = self
                 .answers
-                .next(MAX_ARGS)
-                .await
-                .map_err(|e| stream_error(&e))?
-                .ok_or_else(|| stream_error("the drive did not confirm the write"))?;
+                .answer("the drive did not confirm the write")
+                .await?;
             let size = Dec::new(open_answer(&m)?).u64().map_err(malformed)?;
             Ok(size)
         })

@@ -24,6 +24,37 @@ impl std::fmt::Display for WireError {
 
 pub type WireResult<T> = Result<T, WireError>;
 
+/// An answer opens with its status: the payload follows `[OK]`, the
+/// encoded error `[ERR]` (the drive calls' `DriveError`, a relayed admin
+/// call's S3 code and message).
+pub const OK: u8 = 0;
+pub const ERR: u8 = 1;
+
+/// Builds an answer: `[OK] payload`, or `[ERR]` and what `error` encodes.
+pub fn answer<E>(result: Result<&[u8], E>, error: impl FnOnce(&mut Enc, E)) -> Enc {
+    let mut out = Enc::new();
+    match result {
+        Ok(payload) => {
+            out.u8(OK);
+            out.0.extend_from_slice(payload);
+        }
+        Err(e) => {
+            out.u8(ERR);
+            error(&mut out, e);
+        }
+    }
+    out
+}
+
+/// An answer's payload (`Ok`) or its encoded error (`Err`).
+pub fn open(b: &[u8]) -> WireResult<Result<&[u8], Dec<'_>>> {
+    match b.split_first() {
+        Some((&OK, payload)) => Ok(Ok(payload)),
+        Some((&ERR, error)) => Ok(Err(Dec::new(error))),
+        _ => Err(WireError("an answer without a status".into())),
+    }
+}
+
 /// Builds a message.
 #[derive(Debug, Default)]
 pub struct Enc(pub Vec<u8>);
