@@ -160,12 +160,12 @@ class TesseraServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def stop_process(proc):
-    """SIGTERM, then SIGKILL after 10 s; returns the exit code."""
+def stop_process(proc, timeout=10):
+    """SIGTERM, then SIGKILL after `timeout` seconds; returns the exit code."""
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
