@@ -543,9 +543,11 @@ impl ReadCache {
     }
 
     /// Drops every block of the versions whose data directory is
-    /// `data_dir` in set `set`: called as that directory is removed.
-    pub(crate) fn forget(&self, set: u32, data_dir: &[u8; 16]) {
-        let at = |fill_min: bool| {
+    /// `data_dir` in the sets `sets` (one set when its own layer removes
+    /// the directory, every set when another node's does): called as that
+    /// directory is removed.
+    pub(crate) fn forget(&self, sets: std::ops::Range<u32>, data_dir: &[u8; 16]) {
+        let at = |set: u32, fill_min: bool| {
             let (t, n32, n64) = if fill_min {
                 (i64::MIN, 0, 0)
             } else {
@@ -568,9 +570,8 @@ impl ReadCache {
         {
             let mut g = self.lock();
             let inner = &mut *g;
-            let keys: Vec<BlockKey> = inner
-                .blocks
-                .range(at(true)..=at(false))
+            let keys: Vec<BlockKey> = sets
+                .flat_map(|set| inner.blocks.range(at(set, true)..=at(set, false)))
                 .map(|(k, _)| *k)
                 .collect();
             for k in keys {
@@ -860,7 +861,7 @@ mod tests {
         ] {
             c.insert(&p, b, Bytes::from(vec![1u8; 1000]));
         }
-        c.forget(0, &[7; 16]);
+        c.forget(0..1, &[7; 16]);
         assert!(c.get(&a1, 0).is_none());
         assert!(c.get(&a1, u64::MAX).is_none());
         assert!(c.get(&a2, 3).is_none());
@@ -875,7 +876,12 @@ mod tests {
             (2000, 3000, 0)
         );
         // Forgetting what is not there changes nothing.
-        c.forget(0, &[7; 16]);
+        c.forget(0..1, &[7; 16]);
         assert_eq!(c.stats().bytes, 2000);
+        // Across sets (another node removed the directory): every set's.
+        c.forget(0..2, &[7; 16]);
+        assert!(c.get(&other_set, 0).is_none());
+        assert!(c.get(&other_dir, 0).is_some(), "another data dir");
+        assert_eq!(c.stats().bytes, 1000);
     }
 }

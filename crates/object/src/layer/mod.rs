@@ -325,9 +325,10 @@ impl ObjectLayer {
     /// their place against newer parts, until they are evicted.
     pub fn forget_data_dir(&self, data_dir: &[u8; 16]) {
         if let Some(c) = &self.read_cache {
-            for set in 0..self.sets.len() {
-                c.forget(u32::try_from(set).unwrap_or(u32::MAX), data_dir);
-            }
+            c.forget(
+                0..u32::try_from(self.sets.len()).unwrap_or(u32::MAX),
+                data_dir,
+            );
         }
     }
 

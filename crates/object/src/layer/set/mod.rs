@@ -202,7 +202,7 @@ impl SetCache {
     /// Drops the cached blocks of the versions whose data directory is
     /// `data_dir` ([`remove_data_dir`] is removing it).
     fn forget(&self, data_dir: &[u8; 16]) {
-        self.cache.forget(self.set, data_dir);
+        self.cache.forget(self.set..self.set + 1, data_dir);
     }
 
     /// The cache's name for part `part` (of `size` bytes) of `ov`, read
